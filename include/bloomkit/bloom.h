@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bk_bloom: the classic Bloom filter (B. H. Bloom, 1970) in two layouts.
+ *
+ *   BK_BLOOM_STANDARD  k bits anywhere in m: the textbook false positive rate,
+ *                      up to k cache misses per operation.
+ *   BK_BLOOM_BLOCKED   all k bits inside one 64-byte block (Putze, Sanders &
+ *                      Singler 2007): one cache miss per operation, a slightly
+ *                      higher false positive rate for the same m
+ *                      (bk_params_fpp_blocked gives it exactly).
+ *
+ * Thread safety: bk_bloom_add, bk_bloom_add_if_absent and bk_bloom_contains
+ * (and their _hash forms) may run concurrently from any number of threads on
+ * one filter. add_if_absent is linearizable: of several threads adding the
+ * same new key at once, exactly one is told it was new. merge, intersect,
+ * clear and deserialize need exclusive access to their destination; the
+ * other queries are safe alongside adds (they see each add or not).
+ */
+#ifndef BLOOMKIT_BLOOM_H
+#define BLOOMKIT_BLOOM_H
+
+#include "bloomkit/common.h"
+#include "bloomkit/hash.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct bk_bloom bk_bloom;
+
+typedef enum bk_bloom_layout {
+  BK_BLOOM_STANDARD = 0,
+  BK_BLOOM_BLOCKED = 1,
+} bk_bloom_layout;
+
+/**
+ * Filter configuration; zero fields mean "default".
+ * Size it either by (capacity, fpp): m and k are then optimal for that
+ * target (fpp 0 means 0.01); or by (m_bits, k): k 0 means the optimal k for
+ * `capacity`, which must then be given. When both m_bits and capacity are
+ * set, m_bits wins. A blocked filter rounds m up to a multiple of 512 bits.
+ */
+typedef struct bk_bloom_config {
+  uint64_t capacity;      /**< expected distinct elements */
+  double fpp;             /**< target false positive probability, in (0, 1) */
+  uint64_t m_bits;        /**< explicit size in bits (overrides capacity) */
+  unsigned k;             /**< explicit number of hash functions, 1..64 */
+  bk_bloom_layout layout; /**< BK_BLOOM_STANDARD (default) or BLOCKED */
+  bk_hash_alg hash_alg;   /**< BK_HASH_XXH3 by default */
+  uint64_t seed;          /**< hash seed (32 bits for Murmur3) */
+  const bk_allocator *allocator; /**< NULL: libc */
+} bk_bloom_config;
+
+/** What a filter is, for introspection (bk_bloom_info). */
+typedef struct bk_bloom_info {
+  uint64_t m_bits;
+  unsigned k;
+  bk_bloom_layout layout;
+  bk_hash_alg hash_alg;
+  uint64_t seed;
+  uint64_t capacity; /**< capacity it was sized for (0 if sized by m, k) */
+  size_t memory;     /**< bytes held, storage and bookkeeping */
+} bk_bloom_info;
+
+/**
+ * Create an empty filter. Errors: BK_EINVAL (NULL argument; neither m_bits
+ * nor capacity; fpp outside (0, 1) or NaN; k > 64; m above 2^40 bits; unknown
+ * layout or hash; Murmur3 seed above 32 bits; an allocator without
+ * alloc/free), BK_ENOMEM. On error *out is untouched and nothing leaks.
+ */
+BK_API bk_status bk_bloom_create(bk_bloom **out, const bk_bloom_config *cfg);
+
+/** Free the filter. NULL does nothing. */
+BK_API void bk_bloom_destroy(bk_bloom *b);
+
+/**
+ * Hash a key with the filter's algorithm and seed, for the _hash variants:
+ * hash once, probe many compatible filters. Errors: BK_EINVAL.
+ */
+BK_API bk_status bk_bloom_hash(const bk_bloom *b, const void *key, size_t len,
+                               bk_hash *out);
+
+/** Add a key (NULL key allowed when len == 0). Errors: BK_EINVAL. */
+BK_API bk_status bk_bloom_add(bk_bloom *b, const void *key, size_t len);
+BK_API bk_status bk_bloom_add_hash(bk_bloom *b, bk_hash h);
+
+/**
+ * *out = whether the key may be in the set (false: certainly not).
+ * Errors: BK_EINVAL.
+ */
+BK_API bk_status bk_bloom_contains(const bk_bloom *b, const void *key,
+                                   size_t len, bool *out);
+BK_API bk_status bk_bloom_contains_hash(const bk_bloom *b, bk_hash h,
+                                        bool *out);
+
+/**
+ * Add the key and report in *added whether it was new (not already
+ * reported present). Linearizable among concurrent callers; see the file
+ * comment. Errors: BK_EINVAL.
+ */
+BK_API bk_status bk_bloom_add_if_absent(bk_bloom *b, const void *key,
+                                        size_t len, bool *added);
+BK_API bk_status bk_bloom_add_if_absent_hash(bk_bloom *b, bk_hash h,
+                                             bool *added);
+
+/**
+ * dst becomes the union of dst and src (a key added to either is in dst).
+ * Errors: BK_EINVAL (NULL), BK_EMISMATCH (m, k, layout, hash or seed
+ * differ). Cost: O(m / 64).
+ */
+BK_API bk_status bk_bloom_merge(bk_bloom *dst, const bk_bloom *src);
+
+/**
+ * dst becomes the bitwise intersection of dst and src: every key added to both
+ * is still reported present, with a false positive rate at most that of
+ * either. Errors as bk_bloom_merge.
+ */
+BK_API bk_status bk_bloom_intersect(bk_bloom *dst, const bk_bloom *src);
+
+/**
+ * Estimate of the number of distinct keys added (Swamidass & Baldi 2007):
+ * n = -(m / k) ln(1 - X / m), X the number of set bits. A filter whose bits
+ * are all set reports the estimate for m - 1/2 set bits.
+ * Errors: BK_EINVAL. Cost: O(m / 64).
+ */
+BK_API bk_status bk_bloom_cardinality(const bk_bloom *b, double *out);
+
+/**
+ * Current false positive probability implied by the fill: (X / m)^k for the
+ * standard layout. Errors: BK_EINVAL. Cost: O(m / 64).
+ */
+BK_API bk_status bk_bloom_fill_fpp(const bk_bloom *b, double *out);
+
+/** Describe the filter. Errors: BK_EINVAL. */
+BK_API bk_status bk_bloom_info_get(const bk_bloom *b, bk_bloom_info *out);
+
+/** Remove every key. Errors: BK_EINVAL. Cost: O(m / 8). */
+BK_API bk_status bk_bloom_clear(bk_bloom *b);
+
+/** Bytes bk_bloom_serialize() will write. Errors: BK_EINVAL. */
+BK_API bk_status bk_bloom_serialized_size(const bk_bloom *b, size_t *out);
+
+/**
+ * Write the filter in the common serialized form. *written equals
+ * bk_bloom_serialized_size(). Errors: BK_EINVAL (NULL argument, cap too small;
+ * nothing is written then).
+ */
+BK_API bk_status bk_bloom_serialize(const bk_bloom *b, void *buf, size_t cap,
+                                    size_t *written);
+
+/**
+ * Rebuild a filter from `len` bytes of hostile input: every length and field
+ * is validated before use, the checksum is verified, and no allocation
+ * exceeds what `len` describes. Errors: BK_EINVAL (NULL argument),
+ * BK_ECORRUPT, BK_EVERSION, BK_ENOMEM. The caller owns *out.
+ */
+BK_API bk_status bk_bloom_deserialize(const void *buf, size_t len,
+                                      const bk_allocator *allocator,
+                                      bk_bloom **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Parameter math for Bloom filters: optimal size and hash count for a target,
+ * the false positive probability of a filter, its p-capacity (kbf-paper
+ * Sec. 4, Definition 1) and bits per element.
+ *
+ * Notation of the papers: m bits, k hash functions, n elements, p target false
+ * positive probability.
+ *
+ * Thread safety: every function here is pure and safe from any thread.
+ */
+#ifndef BLOOMKIT_PARAMS_H
+#define BLOOMKIT_PARAMS_H
+
+#include "bloomkit/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Largest k any bloomkit filter accepts. */
+#define BK_K_MAX 64u
+
+/** Bits in one block of a blocked filter: one 64-byte cache line. */
+#define BK_BLOCK_BITS 512u
+
+/**
+ * Smallest m and the k that minimises the false positive probability for n
+ * elements at target p: m = ceil(-n ln p / (ln 2)^2), k = round((m / n) ln 2),
+ * clamped to [1, BK_K_MAX]. Either output pointer may be NULL.
+ * Errors: BK_EINVAL (n == 0, p outside (0, 1) or NaN, or m above 2^40).
+ */
+BK_API bk_status bk_params_optimal(uint64_t n, double p, uint64_t *m_bits,
+                                   unsigned *k);
+
+/**
+ * False positive probability of a standard filter of m bits and k hashes
+ * holding n distinct elements: (1 - (1 - 1/m)^{k n})^k, computed without
+ * cancellation (log1p/expm1). This is the corrected form of fbf-thesis
+ * Eq. 4.1 (see DESIGN.md errata). Errors: BK_EINVAL (NULL out, m == 0,
+ * k == 0 or k > BK_K_MAX).
+ */
+BK_API bk_status bk_params_fpp(uint64_t m_bits, unsigned k, uint64_t n,
+                               double *out);
+
+/**
+ * False positive probability of a blocked filter (all k bits in one
+ * BK_BLOCK_BITS block, block chosen uniformly): the Poisson mixture
+ *   sum_j P[Poisson(n B / m) = j] * (1 - (1 - 1/B)^{k j})^k,  B = 512
+ * (Putze, Sanders & Singler, "Cache-, Hash- and Space-Efficient Bloom
+ * Filters", 2007). m must be a positive multiple of 512.
+ * Errors: BK_EINVAL (NULL out, m not a positive multiple of 512, bad k).
+ */
+BK_API bk_status bk_params_fpp_blocked(uint64_t m_bits, unsigned k, uint64_t n,
+                                       double *out);
+
+/**
+ * p-capacity (kbf-paper Sec. 4): the most elements a filter of m bits holds
+ * without its false positive probability exceeding p, with the optimal k:
+ * floor(-m (ln 2)^2 / ln p). Errors: BK_EINVAL (NULL out, m == 0, p outside
+ * (0, 1)).
+ */
+BK_API bk_status bk_params_p_capacity(uint64_t m_bits, double p,
+                                      uint64_t *out);
+
+/**
+ * Bits per element an optimally configured filter needs for target p:
+ * -ln p / (ln 2)^2 (about 9.59 at p = 0.01). Errors: BK_EINVAL.
+ */
+BK_API bk_status bk_params_bits_per_element(double p, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,36 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Build bloomkit with warnings as errors and run every test: the cmocka
+# programs and the install/consumer check through ctest, then a short run of
+# each libFuzzer target when clang is present.
+# Usage: scripts/test.sh            (from anywhere inside the checkout)
+# Env:   BK_BUILD_DIR (default build-test), BK_FUZZ_SECONDS (default 15, 0 = skip)
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+sh scripts/bootstrap.sh
+
+build=${BK_BUILD_DIR:-build-test}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBK_WERROR=ON \
+  -DBK_BUILD_BENCH=ON -DBK_BUILD_TESTS=ON >/dev/null
+cmake --build "$build" -j2
+ctest --test-dir "$build" --output-on-failure -j2
+
+fuzz_seconds=${BK_FUZZ_SECONDS:-15}
+if [ "$fuzz_seconds" -gt 0 ] && command -v clang >/dev/null 2>&1; then
+  fbuild="$build-fuzz"
+  CC=clang cmake -S . -B "$fbuild" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DBK_BUILD_FUZZ=ON -DBK_BUILD_BENCH=OFF -DBK_BUILD_TESTS=ON \
+    -DBUILD_SHARED_LIBS=OFF >/dev/null
+  cmake --build "$fbuild" -j2 --target bk_fuzz_all
+  for f in "$fbuild"/tests/fuzz/fuzz_*; do
+    [ -x "$f" ] || continue
+    echo "fuzz: $(basename "$f") for ${fuzz_seconds}s"
+    corpus="$fbuild/corpus-$(basename "$f")"
+    mkdir -p "$corpus"
+    "$f" -max_total_time="$fuzz_seconds" -seed=1 -print_final_stats=0 \
+      "$corpus" "$root/tests/data" 2>"$fbuild/$(basename "$f").log" ||
+      { tail -50 "$fbuild/$(basename "$f").log"; exit 1; }
+  done
+fi
+echo "all tests passed"

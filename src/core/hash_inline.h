@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private hot-path hashing helpers shared by the structures: the digest call
+ * and the index derivations, inlined so a probe costs no extra call.
+ */
+#ifndef BLOOMKIT_SRC_CORE_HASH_INLINE_H
+#define BLOOMKIT_SRC_CORE_HASH_INLINE_H
+
+#include "bloomkit/hash.h"
+
+/* Unchecked digest: alg must be valid (DEFAULT means XXH3). */
+bk_hash bk__hash(bk_hash_alg alg, uint64_t seed, const void *key, size_t len);
+
+static inline bool bk__hash_alg_valid(bk_hash_alg alg, uint64_t seed) {
+  switch (alg) {
+    case BK_HASH_DEFAULT:
+    case BK_HASH_XXH3:
+      return true;
+    case BK_HASH_MURMUR3:
+      return seed <= UINT32_MAX;
+  }
+  return false;
+}
+
+/*
+ * Enhanced double hashing (Dillinger & Manolios 2004), range-reduced:
+ *   a = lo, b = hi; out[i] = reduce(a, range); a += b; b += i + 1.
+ * Pinned by the known-answer tests: changing it invalidates saved filters.
+ */
+static inline void bk__indices(bk_hash h, unsigned k, uint64_t range,
+                               uint64_t *out) {
+  uint64_t a = h.lo, b = h.hi;
+  for (unsigned i = 0; i < k; i++) {
+    out[i] = bk_reduce(a, range);
+    a += b;
+    b += i + 1;
+  }
+}
+
+#endif

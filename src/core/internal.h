@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to the library: allocation helpers, the serialized-form helpers
+ * shared by every structure, and the layout of the core structs so that
+ * components can embed them without an extra pointer chase. Never installed.
+ */
+#ifndef BLOOMKIT_SRC_CORE_INTERNAL_H
+#define BLOOMKIT_SRC_CORE_INTERNAL_H
+
+#include <string.h>
+
+#include "bloomkit/bits.h"
+#include "bloomkit/common.h"
+#include "bloomkit/counters.h"
+
+#define BK_RETURN_IF(cond, status) \
+  do {                             \
+    if (cond) return (status);     \
+  } while (0)
+
+#define BK_TRY(expr)                \
+  do {                              \
+    bk_status bk__s_ = (expr);      \
+    if (bk__s_ != BK_OK) return bk__s_; \
+  } while (0)
+
+#define BK_LIKELY(x) __builtin_expect(!!(x), 1)
+#define BK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#define BK_CACHE_LINE 64u
+
+/* ---- allocation ------------------------------------------------------- */
+
+/* The allocator an object keeps: a copy of the caller's, or libc's. */
+typedef struct bk__alloc {
+  bk_allocator a;
+  bool is_libc;
+} bk__alloc;
+
+/* BK_EINVAL for an allocator missing alloc or free. */
+bk_status bk__alloc_init(bk__alloc *out, const bk_allocator *user);
+void *bk__malloc(const bk__alloc *al, size_t size);
+void *bk__calloc(const bk__alloc *al, size_t n, size_t size);
+void bk__free(const bk__alloc *al, void *p);
+
+/*
+ * Zeroed storage aligned to at least 64 bytes. Large libc-backed regions
+ * (>= 4 MiB) come from mmap, 2 MiB aligned and advised for transparent huge
+ * pages, so a random probe costs one TLB miss less; with a custom allocator
+ * bloomkit over-allocates and aligns inside the block.
+ */
+typedef struct bk__region {
+  void *data;   /* aligned, zeroed */
+  void *base;   /* what to give back */
+  size_t size;  /* usable bytes at data */
+  size_t mapped; /* bytes mapped at base when from mmap, else 0 */
+} bk__region;
+
+bk_status bk__region_alloc(const bk__alloc *al, size_t size, bk__region *out);
+void bk__region_free(const bk__alloc *al, bk__region *r);
+/* Zero a region; large mmap'd regions are given back to the OS instead. */
+void bk__region_zero(bk__region *r);
+
+/* a * b into *out; false on overflow. */
+static inline bool bk__mul_ok(size_t a, size_t b, size_t *out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool bk__add_ok(size_t a, size_t b, size_t *out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+
+/* ---- little-endian helpers -------------------------------------------- */
+
+static inline void bk__store_le16(unsigned char *p, uint16_t v) {
+  p[0] = (unsigned char)v;
+  p[1] = (unsigned char)(v >> 8);
+}
+static inline void bk__store_le32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline void bk__store_le64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline uint16_t bk__load_le16(const unsigned char *p) {
+  return (uint16_t)(p[0] | (p[1] << 8));
+}
+static inline uint32_t bk__load_le32(const unsigned char *p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+static inline uint64_t bk__load_le64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+/* ---- the common serialized form ----------------------------------------
+ *
+ *  offset  size  field
+ *  ------  ----  ------------------------------------------------------------
+ *       0     4  magic "BKIT"
+ *       4     2  format version (one monotonic number per structure type)
+ *       6     2  type tag (BK__TYPE_*)
+ *       8     4  header length H: bytes from offset 0 to the payload
+ *      12     4  reserved, must be 0
+ *      16     8  payload length P
+ *      24  H-24  type parameters (little-endian fields, reserved bytes zero)
+ *       H     P  payload
+ *     H+P     8  XXH3-64 (seed 0) of bytes [0, H+P)
+ *
+ * A reader checks, in order: the fixed prefix fits, the magic, the type, the
+ * version, H against its expected value, that H + P + 8 equals the buffer
+ * length exactly (overflow-checked), then the checksum, and only then the
+ * parameters.
+ */
+#define BK__MAGIC "BKIT"
+#define BK__PREFIX_SIZE 24u
+#define BK__TRAILER_SIZE 8u
+
+enum {
+  BK__TYPE_BITS = 1,
+  BK__TYPE_COUNTERS = 2,
+  BK__TYPE_BLOOM = 3,
+};
+
+/* Writes the 24-byte prefix. */
+void bk__format_write_prefix(unsigned char *p, uint16_t version, uint16_t type,
+                             uint32_t header_len, uint64_t payload_len);
+/* Appends the checksum of p[0, body_len) at p + body_len. */
+void bk__format_write_trailer(unsigned char *p, size_t body_len);
+
+typedef struct bk__format_view {
+  uint16_t version;
+  const unsigned char *params; /* type parameters: header_len - 24 bytes */
+  size_t params_len;
+  const unsigned char *payload;
+  uint64_t payload_len;
+} bk__format_view;
+
+/*
+ * Validate the envelope of `buf` for `type`: magic, type, version in
+ * [1, max_version], header length exactly `header_len`, total length, and
+ * checksum. Fills *view. Errors: BK_ECORRUPT, BK_EVERSION.
+ */
+bk_status bk__format_open(const void *buf, size_t len, uint16_t type,
+                          uint16_t max_version, uint32_t header_len,
+                          bk__format_view *view);
+
+/* True when `n` bytes at p are all zero. */
+static inline bool bk__all_zero(const unsigned char *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i]) return false;
+  return true;
+}
+
+/* ---- struct layouts ----------------------------------------------------- */
+
+struct bk_bits {
+  bk__alloc alloc;
+  uint64_t n_bits;
+  uint64_t n_words;
+  uint64_t *words; /* region.data */
+  bk__region region;
+};
+
+/* Initialise / release a bits object embedded in another struct. */
+bk_status bk__bits_init(bk_bits *bits, uint64_t n_bits, const bk__alloc *al);
+void bk__bits_release(bk_bits *bits);
+uint64_t bk__popcount_words(const uint64_t *w, uint64_t n_words);
+/* Payload helpers: words as little-endian u64s. */
+void bk__words_store(unsigned char *p, const uint64_t *w, uint64_t n_words);
+void bk__words_load(uint64_t *w, const unsigned char *p, uint64_t n_words);
+
+struct bk_counters {
+  bk__alloc alloc;
+  uint64_t n;
+  unsigned width;
+  uint32_t max;
+  uint64_t n_words; /* storage in 64-bit words */
+  unsigned char *bytes; /* region.data */
+  bk__region region;
+};
+
+#endif

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test helpers: the counting, failure-injecting allocator and seed handling.
+ * Each block carries a 16-byte header holding its size so frees can be
+ * accounted without a lookup table.
+ */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HDR 16u
+
+static void *t_alloc(void *ctx, size_t size) {
+  bk_test_alloc *st = ctx;
+  st->calls++;
+  if (st->fail_at && (st->calls == st->fail_at ||
+                      (st->fail_sticky && st->calls > st->fail_at)))
+    return NULL;
+  if (size > SIZE_MAX - HDR) return NULL;
+  unsigned char *p = malloc(size + HDR);
+  if (!p) return NULL;
+  memcpy(p, &size, sizeof size);
+  st->live++;
+  st->live_bytes += size;
+  if (st->live_bytes > st->peak_bytes) st->peak_bytes = st->live_bytes;
+  return p + HDR;
+}
+
+static void t_free(void *ctx, void *ptr) {
+  bk_test_alloc *st = ctx;
+  if (!ptr) return;
+  unsigned char *p = (unsigned char *)ptr - HDR;
+  size_t size;
+  memcpy(&size, p, sizeof size);
+  st->live--;
+  st->live_bytes -= size;
+  free(p);
+}
+
+static void *t_realloc(void *ctx, void *ptr, size_t size) {
+  bk_test_alloc *st = ctx;
+  if (!ptr) return t_alloc(ctx, size);
+  st->calls++;
+  if (st->fail_at && (st->calls == st->fail_at ||
+                      (st->fail_sticky && st->calls > st->fail_at)))
+    return NULL;
+  if (size > SIZE_MAX - HDR) return NULL;
+  unsigned char *old = (unsigned char *)ptr - HDR;
+  size_t old_size;
+  memcpy(&old_size, old, sizeof old_size);
+  unsigned char *p = realloc(old, size + HDR);
+  if (!p) return NULL;
+  memcpy(p, &size, sizeof size);
+  st->live_bytes = st->live_bytes - old_size + size;
+  if (st->live_bytes > st->peak_bytes) st->peak_bytes = st->live_bytes;
+  return p + HDR;
+}
+
+bk_allocator bk_test_allocator(bk_test_alloc *state, size_t fail_at) {
+  memset(state, 0, sizeof *state);
+  state->fail_at = fail_at;
+  bk_allocator a = {t_alloc, t_realloc, t_free, state};
+  return a;
+}
+
+uint64_t bk_test_seed(uint64_t fallback) {
+  static int printed;
+  uint64_t seed = fallback;
+  const char *env = getenv("BK_TEST_SEED");
+  if (env && *env) seed = strtoull(env, NULL, 0);
+  if (!printed) {
+    printf("# seed %llu (set BK_TEST_SEED to override)\n",
+           (unsigned long long)seed);
+    printed = 1;
+  }
+  return seed;
+}
