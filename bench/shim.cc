@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -56,6 +57,7 @@ struct Result {
 
 std::vector<Entry> g_entries;
 std::vector<Target> g_targets;
+std::vector<std::string> g_notes;
 bool g_quick = false;
 uint64_t g_seed = UINT64_C(0x5eedb100f11e75);
 double g_min_time_override = 0;  // 0: none
@@ -136,9 +138,9 @@ class TableReporter : public benchmark::ConsoleReporter {
 
     std::string rule(name_width + 36 + 14 * counter_names.size(), '-');
     std::fprintf(out, "\nbloomkit benchmark table (seed 0x%016" PRIx64
-                      "%s; ns/op is CPU time per operation%s)\n",
-                 g_seed, g_quick ? ", quick mode" : "",
-                 " or the median of repetitions");
+                      "%s; ns/op: CPU time per operation, the median when "
+                      "repeated; x base: ns/op over the group's baseline)\n",
+                 g_seed, g_quick ? ", quick mode" : "");
     std::fprintf(out, "%s\n%-*s %12s %12s %9s", rule.c_str(),
                  static_cast<int>(name_width), "benchmark", "ns/op",
                  "real ns/op", "x base");
@@ -201,28 +203,37 @@ class TableReporter : public benchmark::ConsoleReporter {
   }
 
   void PrintTargets() {
-    if (g_targets.empty()) return;
     std::FILE *out = stdout;
+    PrintTargetList(out);
+    for (const std::string &note : g_notes)
+      std::fprintf(out, "\n%s\n", note.c_str());
+    std::fflush(out);
+  }
+
+  void PrintTargetList(std::FILE *out) {
+    if (g_targets.empty()) return;
     int pass = 0, miss = 0, skip = 0;
+    int width = 0;
+    for (const Target &t : g_targets)
+      width = std::max(width, static_cast<int>(t.label.size()));
     std::fprintf(out, "\ntargets (ratio of CPU ns/op, lower is better)\n");
     for (const Target &t : g_targets) {
       const Result *num = Find(t.numerator);
       const Result *den = Find(t.denominator);
       if (!num || !den || den->cpu_ns <= 0) {
-        std::fprintf(out, "  SKIP  %-62s (not run)\n", t.label.c_str());
+        std::fprintf(out, "  SKIP  %-*s (not run)\n", width, t.label.c_str());
         skip++;
         continue;
       }
       double ratio = num->cpu_ns / den->cpu_ns;
       bool ok = ratio <= t.max_ratio;
-      std::fprintf(out, "  %-4s  %-62s %6.2fx (limit %.2fx; %.1f / %.1f ns)\n",
-                   ok ? "PASS" : "MISS", t.label.c_str(), ratio, t.max_ratio,
-                   num->cpu_ns, den->cpu_ns);
+      std::fprintf(out, "  %-4s  %-*s %6.2fx (limit %.2fx; %.1f / %.1f ns)\n",
+                   ok ? "PASS" : "MISS", width, t.label.c_str(), ratio,
+                   t.max_ratio, num->cpu_ns, den->cpu_ns);
       (ok ? pass : miss)++;
     }
     std::fprintf(out, "targets: %d pass, %d miss, %d skipped\n", pass, miss,
                  skip);
-    std::fflush(out);
   }
 
   std::map<std::string, Result> results_;
@@ -283,6 +294,8 @@ void bk_bench_target(const char *label, const char *numerator,
   g_targets.push_back(Target{label, numerator, denominator, max_ratio});
 }
 
+void bk_bench_note(const char *text) { g_notes.emplace_back(text); }
+
 uint64_t bk_bench_batch(bk_bench_state *s) {
   benchmark::State &state = *s->state;
   benchmark::IterationCount done = state.iterations();
@@ -290,6 +303,20 @@ uint64_t bk_bench_batch(bk_bench_state *s) {
       state.max_iterations > done ? state.max_iterations - done : 1;
   benchmark::IterationCount n =
       std::min<benchmark::IterationCount>(left, BK_BENCH_MAX_BATCH);
+  return state.KeepRunningBatch(n) ? static_cast<uint64_t>(n) : 0;
+}
+
+uint64_t bk_bench_batch_of(bk_bench_state *s, uint64_t unit) {
+  if (unit <= 1) return bk_bench_batch(s);
+  benchmark::State &state = *s->state;
+  const auto u = static_cast<benchmark::IterationCount>(unit);
+  benchmark::IterationCount done = state.iterations();
+  benchmark::IterationCount left =
+      state.max_iterations > done ? state.max_iterations - done : 1;
+  benchmark::IterationCount cap = std::max<benchmark::IterationCount>(
+      u, static_cast<benchmark::IterationCount>(BK_BENCH_MAX_BATCH) / u * u);
+  benchmark::IterationCount n = std::min(left, cap);
+  n = (n + u - 1) / u * u;  // whole chunks; KeepRunningBatch counts overshoot
   return state.KeepRunningBatch(n) ? static_cast<uint64_t>(n) : 0;
 }
 

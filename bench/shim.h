@@ -62,11 +62,25 @@ void bk_bench_register(const char *name, bk_bench_fn fn, void *arg,
 void bk_bench_target(const char *label, const char *numerator,
                      const char *denominator, double max_ratio);
 
+/** A paragraph printed after the targets, e.g. how to read them. */
+void bk_bench_note(const char *text);
+
 /**
  * How many iterations to run next; 0 when the benchmark is done. Each
  * returned batch must be run in full. The first call starts the timer.
  */
 uint64_t bk_bench_batch(bk_bench_state *st);
+
+/**
+ * bk_bench_batch for a body that works in whole chunks of `unit` operations,
+ * e.g. calls of a batch API on `unit` keys each, and counts every operation
+ * as one iteration (so ns/op is per key, not per call). The count returned is
+ * a positive multiple of `unit` (at most BK_BENCH_MAX_BATCH, or `unit` if that
+ * is larger), or 0 when the benchmark is done. The last batch may overshoot
+ * the planned iterations by less than `unit`; Google Benchmark counts the
+ * overshoot, so the time per iteration stays exact. unit <= 1: bk_bench_batch.
+ */
+uint64_t bk_bench_batch_of(bk_bench_state *st, uint64_t unit);
 
 /** Stop / restart the timer, e.g. around a reset inside the loop. These
  *  cost about a microsecond: use them rarely, never per iteration. */

@@ -63,11 +63,15 @@ static inline uint64_t bk_reduce(uint64_t word, uint64_t range) {
 
 /**
  * Derive `k` indices in [0, range) from one digest by enhanced double hashing:
- *   a = h.lo, b = h.hi;  for i in 0..k-1: out[i] = reduce(a, range);
- *                                          a += b;  b += i + 1
- * (the triangular-number step of Dillinger & Manolios, which keeps the probes
- * distinct in distribution even when b is small). Errors: BK_EINVAL for a NULL
- * out, k == 0 or range == 0.
+ *   a = h.lo, b = mix64(h.hi);
+ *   for i in 0..k-1: out[i] = reduce(a, range); a += b; b += i + 1
+ * where mix64 is splitmix64's finaliser
+ *   x ^= x >> 30; x *= 0xBF58476D1CE4E5B9; x ^= x >> 27;
+ *   x *= 0x94D049BB133111EB; x ^= x >> 31
+ * (the triangular-number step of Dillinger & Manolios; the step is mixed so
+ * that digests whose halves are related, as MurmurHash3's are for short keys
+ * whose length equals the seed, still give independent probes).
+ * Errors: BK_EINVAL for a NULL out, k == 0 or range == 0.
  */
 BK_API bk_status bk_hash_indices(bk_hash h, unsigned k, uint64_t range,
                                  uint64_t *out);

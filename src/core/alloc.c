@@ -130,5 +130,8 @@ void bk__region_zero(bk__region *r) {
      * memory goes back to the OS until it is written again. */
     if (madvise(r->base, r->mapped, MADV_DONTNEED) == 0) return;
   }
-  memset(r->data, 0, r->size);
+  /* Relaxed atomic stores: a clear may run beside single-bit updates. */
+  uint64_t *w = r->data;
+  for (size_t i = 0; i < r->size / 8; i++)
+    __atomic_store_n(&w[i], 0, __ATOMIC_RELAXED);
 }

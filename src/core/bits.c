@@ -131,20 +131,15 @@ bk_status bk_bits_intersect(bk_bits *dst, const bk_bits *src) {
   return BK_OK;
 }
 
+/* Word by word with relaxed atomic loads: serialize may run beside
+ * single-bit updates (bits.h), and a torn copy of a word must not happen. */
 void bk__words_store(unsigned char *p, const uint64_t *w, uint64_t n_words) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  memcpy(p, w, (size_t)n_words * 8);
-#else
-  for (uint64_t i = 0; i < n_words; i++) bk__store_le64(p + 8 * i, w[i]);
-#endif
+  for (uint64_t i = 0; i < n_words; i++)
+    bk__store_le64(p + 8 * i, __atomic_load_n(&w[i], __ATOMIC_RELAXED));
 }
 
 void bk__words_load(uint64_t *w, const unsigned char *p, uint64_t n_words) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  memcpy(w, p, (size_t)n_words * 8);
-#else
   for (uint64_t i = 0; i < n_words; i++) w[i] = bk__load_le64(p + 8 * i);
-#endif
 }
 
 /* Serialized parameters (after the 24-byte prefix):

@@ -7,10 +7,10 @@
  *
  * Blocked: one 512-bit block (a 64-byte cache line) per key, chosen by
  * reduce(h.lo, m / 512); inside it, k bit positions of 9 bits each are cut
- * from h.hi, low bits first, seven per 64-bit word; after every seven the
- * word is re-mixed (splitmix64 finaliser) for the next seven:
+ * from x = mix64(h.hi), low bits first, seven per 64-bit word; after every
+ * seven the word is re-mixed (mix64(x + 0x9E3779B97F4A7C15)) for the next:
  *
- *   h.hi: [63] [62..54] [53..45] [44..36] [35..27] [26..18] [17..9] [8..0]
+ *      x: [63] [62..54] [53..45] [44..36] [35..27] [26..18] [17..9] [8..0]
  *          -    pos 6    pos 5    pos 4    pos 3    pos 2    pos 1  pos 0
  *
  * Positions are drawn with replacement, which is what the false positive
@@ -52,44 +52,51 @@ struct bk_bloom {
 
 /* ---- probes ------------------------------------------------------------ */
 
-static inline uint64_t mix64(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+#define mix64 bk__mix64
 
 static inline uint64_t *block_of(const bk_bloom *b, bk_hash h) {
   return b->words + bk_reduce(h.lo, b->n_blocks) * 8;
 }
 
-/* Position i of the blocked layout, advancing the word every seven. */
-static inline unsigned block_pos(uint64_t *x, unsigned i) {
-  unsigned slot = i % 7;
-  if (slot == 0 && i) *x = mix64(*x + 0x9E3779B97F4A7C15ull);
-  return (unsigned)(*x >> (9 * slot)) & 511u;
+/*
+ * The blocked layout's k positions: groups of seven 9-bit slices, low bits
+ * first, of x_0 = mix64(h.hi), x_{g+1} = mix64(x_g + golden). h.hi is mixed
+ * for the reason given at bk__indices. Written as two loops
+ * so the common k <= 7 case is a shift and a mask per bit.
+ */
+#define BLOCK_POSITIONS(h, k, POS_BODY)                        \
+  do {                                                         \
+    uint64_t grp_ = mix64((h).hi);                                  \
+    for (unsigned left_ = (k);;) {                             \
+      uint64_t cur_ = grp_;                                    \
+      unsigned n_ = left_ < 7 ? left_ : 7;                     \
+      for (unsigned j_ = 0; j_ < n_; j_++, cur_ >>= 9) {       \
+        unsigned pos = (unsigned)cur_ & 511u;                  \
+        POS_BODY;                                              \
+      }                                                        \
+      left_ -= n_;                                             \
+      if (!left_) break;                                       \
+      grp_ = mix64(grp_ + 0x9E3779B97F4A7C15ull);              \
+    }                                                          \
+  } while (0)
+
+static inline bool blocked_test(const uint64_t *blk, bk_hash h, unsigned k) {
+  uint64_t all = 1;
+  BLOCK_POSITIONS(h, k, {
+    all &= __atomic_load_n(&blk[pos >> 6], __ATOMIC_RELAXED) >> (pos & 63);
+  });
+  return all & 1;
 }
 
 static inline bool blocked_contains(const bk_bloom *b, bk_hash h) {
-  const uint64_t *blk = block_of(b, h);
-  uint64_t x = h.hi;
-  uint64_t all = 1;
-  for (unsigned i = 0; i < b->k; i++) {
-    unsigned pos = block_pos(&x, i);
-    uint64_t w = __atomic_load_n(&blk[pos >> 6], __ATOMIC_RELAXED);
-    all &= w >> (pos & 63);
-  }
-  return all & 1;
+  return blocked_test(block_of(b, h), h, b->k);
 }
 
 /* Sets the key's bits; returns true when at least one was clear. */
 static inline bool blocked_add(bk_bloom *b, bk_hash h) {
   uint64_t *blk = block_of(b, h);
   uint64_t mask[8] = {0};
-  uint64_t x = h.hi;
-  for (unsigned i = 0; i < b->k; i++) {
-    unsigned pos = block_pos(&x, i);
-    mask[pos >> 6] |= (uint64_t)1 << (pos & 63);
-  }
+  BLOCK_POSITIONS(h, b->k, { mask[pos >> 6] |= (uint64_t)1 << (pos & 63); });
   bool changed = false;
   for (unsigned w = 0; w < 8; w++) {
     if (!mask[w]) continue;
@@ -102,33 +109,57 @@ static inline bool blocked_add(bk_bloom *b, bk_hash h) {
   return changed;
 }
 
+/* Standard layout. Contains tests the first two probes without a branch
+ * (at the design fill each is set with probability ~1/2, so a branch on the
+ * first would mispredict half the time), then exits at the first clear bit. */
 static inline bool standard_contains(const bk_bloom *b, bk_hash h) {
-  uint64_t a = h.lo, s = h.hi;
+  uint64_t a = h.lo, s = mix64(h.hi);
   const uint64_t *words = b->words;
-  for (unsigned i = 0; i < b->k; i++) {
-    uint64_t idx = bk_reduce(a, b->m_bits);
-    uint64_t w = __atomic_load_n(&words[idx >> 6], __ATOMIC_RELAXED);
-    if (!((w >> (idx & 63)) & 1)) return false;
+  const uint64_t m = b->m_bits;
+  const unsigned k = b->k;
+  uint64_t i0 = bk_reduce(a, m);
+  a += s;
+  s += 1;
+  uint64_t all = __atomic_load_n(&words[i0 >> 6], __ATOMIC_RELAXED) >> (i0 & 63);
+  if (k > 1) {
+    uint64_t i1 = bk_reduce(a, m);
+    a += s;
+    s += 2;
+    all &= __atomic_load_n(&words[i1 >> 6], __ATOMIC_RELAXED) >> (i1 & 63);
+  }
+  if (!(all & 1)) return false;
+  for (unsigned i = 2; i < k; i++) {
+    uint64_t idx = bk_reduce(a, m);
+    if (!((__atomic_load_n(&words[idx >> 6], __ATOMIC_RELAXED) >> (idx & 63)) &
+          1))
+      return false;
     a += s;
     s += i + 1;
   }
   return true;
 }
 
+/* Adds compute and prefetch every word first, so the k cache misses overlap
+ * instead of queueing behind each locked OR. */
 static inline bool standard_add(bk_bloom *b, bk_hash h) {
-  uint64_t a = h.lo, s = h.hi;
+  uint64_t idx[BK_K_MAX];
+  uint64_t a = h.lo, s = mix64(h.hi);
   uint64_t *words = b->words;
+  const unsigned k = b->k;
+  for (unsigned i = 0; i < k; i++) {
+    idx[i] = bk_reduce(a, b->m_bits);
+    __builtin_prefetch(&words[idx[i] >> 6], 1);
+    a += s;
+    s += i + 1;
+  }
   bool changed = false;
-  for (unsigned i = 0; i < b->k; i++) {
-    uint64_t idx = bk_reduce(a, b->m_bits);
-    uint64_t mask = (uint64_t)1 << (idx & 63);
-    uint64_t *w = &words[idx >> 6];
+  for (unsigned i = 0; i < k; i++) {
+    uint64_t mask = (uint64_t)1 << (idx[i] & 63);
+    uint64_t *w = &words[idx[i] >> 6];
     if (!(__atomic_load_n(w, __ATOMIC_RELAXED) & mask)) {
       __atomic_fetch_or(w, mask, __ATOMIC_RELAXED);
       changed = true;
     }
-    a += s;
-    s += i + 1;
   }
   return changed;
 }
@@ -267,18 +298,26 @@ void bk_bloom_destroy(bk_bloom *b) {
 
 /* ---- operations --------------------------------------------------------- */
 
-bk_status bk_bloom_hash(const bk_bloom *b, const void *key, size_t len,
-                        bk_hash *out) {
-  BK_RETURN_IF(!b || !out || (!key && len), BK_EINVAL);
+/* The checked digest every key-taking entry point starts with; static so the
+ * hot path makes no call through the PLT. */
+static inline bk_status hash_key(const bk_bloom *b, const void *key,
+                                 size_t len, bk_hash *out) {
+  BK_RETURN_IF(!b || (!key && len), BK_EINVAL);
   BK_RETURN_IF(b->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
                BK_EINVAL);
   *out = bk__hash(b->hash_alg, b->seed, key, len);
   return BK_OK;
 }
 
+bk_status bk_bloom_hash(const bk_bloom *b, const void *key, size_t len,
+                        bk_hash *out) {
+  BK_RETURN_IF(!out, BK_EINVAL);
+  return hash_key(b, key, len, out);
+}
+
 bk_status bk_bloom_add(bk_bloom *b, const void *key, size_t len) {
   bk_hash h;
-  BK_TRY(bk_bloom_hash(b, key, len, &h));
+  BK_TRY(hash_key(b, key, len, &h));
   probe_add(b, h);
   return BK_OK;
 }
@@ -293,7 +332,7 @@ bk_status bk_bloom_contains(const bk_bloom *b, const void *key, size_t len,
                             bool *out) {
   bk_hash h;
   BK_RETURN_IF(!out, BK_EINVAL);
-  BK_TRY(bk_bloom_hash(b, key, len, &h));
+  BK_TRY(hash_key(b, key, len, &h));
   *out = probe_contains(b, h);
   return BK_OK;
 }
@@ -306,6 +345,13 @@ bk_status bk_bloom_contains_hash(const bk_bloom *b, bk_hash h, bool *out) {
 
 bk_status bk_bloom_add_if_absent_hash(bk_bloom *b, bk_hash h, bool *added) {
   BK_RETURN_IF(!b || !added, BK_EINVAL);
+  /* Bits are never cleared by adds, so a key seen present stays present:
+   * that answer needs no lock. The read also brings the lines into cache
+   * before the lock is taken. */
+  if (probe_contains(b, h)) {
+    *added = false;
+    return BK_OK;
+  }
   uint32_t *lock = lock_for(b, h);
   spin_lock(lock);
   /* Under the key's lock no other add_if_absent of this key runs, so
@@ -321,8 +367,98 @@ bk_status bk_bloom_add_if_absent(bk_bloom *b, const void *key, size_t len,
                                  bool *added) {
   bk_hash h;
   BK_RETURN_IF(!added, BK_EINVAL);
-  BK_TRY(bk_bloom_hash(b, key, len, &h));
+  BK_TRY(hash_key(b, key, len, &h));
   return bk_bloom_add_if_absent_hash(b, h, added);
+}
+
+/* ---- batches ----------------------------------------------------------- */
+
+/* How far ahead of the probe the batch loops hash and prefetch: enough keys
+ * to keep the core's miss buffers busy, few enough to stay in L1. */
+#define BATCH_AHEAD 16u
+
+static inline void prefetch_key(const bk_bloom *b, bk_hash h, int write) {
+  if (b->layout == BK_BLOOM_BLOCKED) {
+    if (write)
+      __builtin_prefetch(block_of(b, h), 1);
+    else
+      __builtin_prefetch(block_of(b, h), 0);
+    return;
+  }
+  /* Standard: the first probes decide most absent keys. */
+  uint64_t a = h.lo, s = mix64(h.hi);
+  unsigned n = b->k < 3 ? b->k : 3;
+  for (unsigned i = 0; i < n; i++) {
+    const uint64_t *w = &b->words[bk_reduce(a, b->m_bits) >> 6];
+    if (write)
+      __builtin_prefetch(w, 1);
+    else
+      __builtin_prefetch(w, 0);
+    a += s;
+    s += i + 1;
+  }
+}
+
+static bk_status check_batch(const bk_bloom *b, const void *const *keys,
+                             const size_t *lens, size_t n) {
+  BK_RETURN_IF(!b, BK_EINVAL);
+  if (!n) return BK_OK;
+  BK_RETURN_IF(!keys || !lens, BK_EINVAL);
+  for (size_t i = 0; i < n; i++) {
+    BK_RETURN_IF(!keys[i] && lens[i], BK_EINVAL);
+    BK_RETURN_IF(b->hash_alg == BK_HASH_MURMUR3 && lens[i] > (size_t)INT32_MAX,
+                 BK_EINVAL);
+  }
+  return BK_OK;
+}
+
+/* Hash key i + BATCH_AHEAD while probing key i, through a ring of digests. */
+#define BATCH_LOOP(b, keys, lens, n, WRITE, BODY)                          \
+  do {                                                                     \
+    bk_hash ring_[BATCH_AHEAD];                                            \
+    size_t lead_ = (n) < BATCH_AHEAD ? (n) : BATCH_AHEAD;                  \
+    for (size_t i_ = 0; i_ < lead_; i_++) {                                \
+      ring_[i_] = bk__hash((b)->hash_alg, (b)->seed, (keys)[i_], (lens)[i_]); \
+      prefetch_key((b), ring_[i_], (WRITE));                               \
+    }                                                                      \
+    for (size_t i = 0; i < (n); i++) {                                     \
+      bk_hash h = ring_[i % BATCH_AHEAD];                                  \
+      size_t next_ = i + BATCH_AHEAD;                                      \
+      if (next_ < (n)) {                                                   \
+        bk_hash nh_ = bk__hash((b)->hash_alg, (b)->seed, (keys)[next_],    \
+                               (lens)[next_]);                             \
+        ring_[i % BATCH_AHEAD] = nh_;                                      \
+        prefetch_key((b), nh_, (WRITE));                                   \
+      }                                                                    \
+      BODY;                                                                \
+    }                                                                      \
+  } while (0)
+
+bk_status bk_bloom_contains_many(const bk_bloom *b, const void *const *keys,
+                                 const size_t *lens, size_t n, bool *out) {
+  BK_TRY(check_batch(b, keys, lens, n));
+  BK_RETURN_IF(n && !out, BK_EINVAL);
+  BATCH_LOOP(b, keys, lens, n, 0, { out[i] = probe_contains(b, h); });
+  return BK_OK;
+}
+
+bk_status bk_bloom_contains_many_hash(const bk_bloom *b, const bk_hash *hashes,
+                                      size_t n, bool *out) {
+  BK_RETURN_IF(!b || (n && (!hashes || !out)), BK_EINVAL);
+  size_t lead = n < BATCH_AHEAD ? n : BATCH_AHEAD;
+  for (size_t i = 0; i < lead; i++) prefetch_key(b, hashes[i], 0);
+  for (size_t i = 0; i < n; i++) {
+    if (i + BATCH_AHEAD < n) prefetch_key(b, hashes[i + BATCH_AHEAD], 0);
+    out[i] = probe_contains(b, hashes[i]);
+  }
+  return BK_OK;
+}
+
+bk_status bk_bloom_add_many(bk_bloom *b, const void *const *keys,
+                            const size_t *lens, size_t n) {
+  BK_TRY(check_batch(b, keys, lens, n));
+  BATCH_LOOP(b, keys, lens, n, 1, { probe_add(b, h); });
+  return BK_OK;
 }
 
 static bk_status check_compatible(const bk_bloom *a, const bk_bloom *c) {

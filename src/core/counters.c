@@ -13,6 +13,11 @@
  */
 #include "internal.h"
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+/* The 8/16/32-bit storage doubles as the little-endian payload. */
+#error "bk_counters serialization assumes a little-endian host"
+#endif
+
 #define COUNTERS_VERSION 1
 #define COUNTERS_HEADER_LEN (BK__PREFIX_SIZE + 16)
 

@@ -6,6 +6,9 @@
 #include "bloomkit/hash.h"
 
 #include <murmurhash.h>
+/* xxHash's documented header-only mode, from Debian's libxxhash-dev: XXH3 is
+ * compiled into this file so the hot path needs no call through the PLT. */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "internal.h"

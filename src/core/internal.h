@@ -71,28 +71,43 @@ static inline bool bk__add_ok(size_t a, size_t b, size_t *out) {
 
 /* ---- little-endian helpers -------------------------------------------- */
 
+/* memcpy-based, so compilers emit one load or store; byte-swapped on
+ * big-endian hosts. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define BK__LE16(v) __builtin_bswap16(v)
+#define BK__LE32(v) __builtin_bswap32(v)
+#define BK__LE64(v) __builtin_bswap64(v)
+#else
+#define BK__LE16(v) (v)
+#define BK__LE32(v) (v)
+#define BK__LE64(v) (v)
+#endif
 static inline void bk__store_le16(unsigned char *p, uint16_t v) {
-  p[0] = (unsigned char)v;
-  p[1] = (unsigned char)(v >> 8);
+  v = BK__LE16(v);
+  memcpy(p, &v, sizeof v);
 }
 static inline void bk__store_le32(unsigned char *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+  v = BK__LE32(v);
+  memcpy(p, &v, sizeof v);
 }
 static inline void bk__store_le64(unsigned char *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+  v = BK__LE64(v);
+  memcpy(p, &v, sizeof v);
 }
 static inline uint16_t bk__load_le16(const unsigned char *p) {
-  return (uint16_t)(p[0] | (p[1] << 8));
+  uint16_t v;
+  memcpy(&v, p, sizeof v);
+  return BK__LE16(v);
 }
 static inline uint32_t bk__load_le32(const unsigned char *p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
+  uint32_t v;
+  memcpy(&v, p, sizeof v);
+  return BK__LE32(v);
 }
 static inline uint64_t bk__load_le64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
+  uint64_t v;
+  memcpy(&v, p, sizeof v);
+  return BK__LE64(v);
 }
 
 /* ---- the common serialized form ----------------------------------------

@@ -41,28 +41,72 @@ bk_status bk_params_fpp(uint64_t m_bits, unsigned k, uint64_t n,
   return BK_OK;
 }
 
+/* Past this many bit draws per block the exact occupancy recursion is too
+ * long; such loads fill a block to within e^{-k j / 512} of full anyway. */
+#define EXACT_DRAWS_MAX 60000.0
+
 bk_status bk_params_fpp_blocked(uint64_t m_bits, unsigned k, uint64_t n,
                                 double *out) {
   BK_RETURN_IF(!out || m_bits == 0 || m_bits % BK_BLOCK_BITS != 0 || k == 0 ||
                    k > BK_K_MAX,
                BK_EINVAL);
-  double blocks = (double)(m_bits / BK_BLOCK_BITS);
-  double lambda = (double)n / blocks; /* mean load of one block */
   if (n == 0) {
     *out = 0.0;
     return BK_OK;
   }
-  /* Sum the Poisson mixture outward from its mode until the terms vanish;
-   * each term is computed in log space so large loads do not overflow. */
-  double mode = floor(lambda);
-  double total = 0.0;
-  for (int dir = 0; dir < 2; dir++) {
-    for (double j = dir ? mode - 1 : mode; j >= 0; j += dir ? -1 : 1) {
-      double log_pois = j * log(lambda) - lambda - lgamma(j + 1.0);
-      double term =
-          exp(log_pois) * pow(bit_set_probability(BK_BLOCK_BITS, k, j), k);
-      total += term;
-      if (exp(log_pois) < 1e-18 && fabs(j - mode) > 10) break;
+  const unsigned B = BK_BLOCK_BITS;
+  double blocks = (double)(m_bits / B);
+  double lambda = (double)n / blocks; /* mean load of one block */
+  /* The block a probe lands in holds j keys with probability
+   * Poisson(lambda)(j); sum over j within mean +- 12 standard deviations
+   * (+20 for small loads: the mass outside is below 1e-30). */
+  double spread = 12.0 * sqrt(lambda) + 20.0;
+  uint64_t lo = lambda > spread ? (uint64_t)(lambda - spread) : 0;
+  uint64_t hi = (uint64_t)(lambda + spread);
+
+  if ((double)hi * k > EXACT_DRAWS_MAX) {
+    /* Putze et al.'s form: each block's expected fill raised to k. At these
+     * loads the fill is 1 - e^{-k j / 512} ~ 1 and the two forms agree. */
+    double log_lambda = log(lambda), total = 0.0;
+    for (uint64_t j = lo; j <= hi; j++) {
+      double jd = (double)j;
+      total += exp(jd * log_lambda - lambda - lgamma(jd + 1.0)) *
+               pow(bit_set_probability(B, k, jd), (double)k);
+    }
+    *out = total > 1.0 ? 1.0 : total;
+    return BK_OK;
+  }
+
+  /* Exact: after j keys a block has received j k uniform draws of its B
+   * positions; occ[x] is the probability that x distinct bits are set
+   * (the occupancy recursion x -> x + 1 with probability (B - x) / B). A
+   * probe's k positions, drawn with replacement, all hit set bits with
+   * probability (x / B)^k. */
+  double occ[BK_BLOCK_BITS + 1], next[BK_BLOCK_BITS + 1];
+  double hit[BK_BLOCK_BITS + 1];
+  for (unsigned x = 0; x <= B; x++) {
+    occ[x] = 0.0;
+    hit[x] = pow((double)x / B, (double)k);
+  }
+  occ[0] = 1.0;
+  unsigned top = 0; /* highest x with occ[x] > 0 */
+  double log_lambda = log(lambda), total = 0.0;
+  for (uint64_t j = 0; j <= hi; j++) {
+    if (j >= lo) {
+      double jd = (double)j, e = 0.0;
+      for (unsigned x = 0; x <= top; x++) e += occ[x] * hit[x];
+      total += exp(jd * log_lambda - lambda - lgamma(jd + 1.0)) * e;
+    }
+    for (unsigned d = 0; d < k; d++) { /* one more key: k more draws */
+      unsigned new_top = top < B ? top + 1 : B;
+      for (unsigned x = 0; x <= new_top; x++) next[x] = 0.0;
+      for (unsigned x = 0; x <= top; x++) {
+        double stay = (double)x / B;
+        next[x] += occ[x] * stay;
+        if (x < B) next[x + 1] += occ[x] * (1.0 - stay);
+      }
+      top = new_top;
+      for (unsigned x = 0; x <= top; x++) occ[x] = next[x];
     }
   }
   *out = total > 1.0 ? 1.0 : total;
@@ -72,7 +116,10 @@ bk_status bk_params_fpp_blocked(uint64_t m_bits, unsigned k, uint64_t n,
 bk_status bk_params_p_capacity(uint64_t m_bits, double p, uint64_t *out) {
   BK_RETURN_IF(!out || m_bits == 0 || !p_ok(p), BK_EINVAL);
   /* kbf-paper Sec. 4, Definition 1: p-capacity = -m (ln 2)^2 / ln p. */
-  *out = (uint64_t)floor(-(double)m_bits * LN2 * LN2 / log(p));
+  double cap = floor(-(double)m_bits * LN2 * LN2 / log(p));
+  /* p near 1 on a huge m can exceed 64 bits: say so rather than wrap. */
+  BK_RETURN_IF(!(cap < 18446744073709551616.0), BK_ERANGE);
+  *out = (uint64_t)cap;
   return BK_OK;
 }
 

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bloomkit_bench: runs every benchmark file of the suite through the shim.
+ * `bloomkit_bench --bk_quick` is the smoke test; `--help` lists the flags.
+ */
+#include "benches.h"
+#include "shim.h"
+
+static void register_all(void) { bk_bench_register_bloom(); }
+
+int main(int argc, char **argv) {
+  int status = bk_bench_main(argc, argv, register_all);
+  bk_bench_release_bloom();
+  return status;
+}
