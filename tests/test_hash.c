@@ -323,13 +323,66 @@ static void test_hash_u64_is_le_bytes(void **state) {
 
 /* ---- index derivation ---------------------------------------------------- */
 
+/* splitmix64's finaliser, written here from the formula in hash.h. */
+static uint64_t ref_mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBULL;
+  x ^= x >> 31;
+  return x;
+}
+
+/* Its inverse (undo each xorshift by iterating it, each multiplication by
+ * the multiplicative inverse mod 2^64), so tests can choose the step
+ * b = mix64(hi) directly: small steps and steps that wrap around 2^64. */
+static uint64_t unxorshift(uint64_t y, unsigned s) {
+  uint64_t x = y;
+  for (unsigned i = 0; i < 64 / s + 1; i++) x = y ^ (x >> s);
+  return x;
+}
+
+static uint64_t inverse_mod_2_64(uint64_t a) { /* a odd; Newton iteration */
+  uint64_t x = a; /* correct to 3 bits: a * a == 1 mod 8 */
+  for (int i = 0; i < 5; i++) x *= 2 - a * x;
+  return x;
+}
+
+static uint64_t ref_unmix64(uint64_t y) {
+  y = unxorshift(y, 31);
+  y *= inverse_mod_2_64(0x94D049BB133111EBULL);
+  y = unxorshift(y, 27);
+  y *= inverse_mod_2_64(0xBF58476D1CE4E5B9ULL);
+  return unxorshift(y, 30);
+}
+
 /* Independent reference written from the formula in hash.h. */
 static void ref_indices(bk_hash h, unsigned k, uint64_t range, uint64_t *out) {
-  uint64_t a = h.lo, b = h.hi;
+  uint64_t a = h.lo, b = ref_mix64(h.hi);
   for (unsigned i = 0; i < k; i++) {
     out[i] = (uint64_t)(((bk__u128)a * range) >> 64);
     a += b;
     b += (uint64_t)i + 1;
+  }
+}
+
+/* The reference's mixer is splitmix64's: with state 0 splitmix64 outputs
+ * mix64(i * 0x9E3779B97F4A7C15) for i = 1, 2, ..., and its first outputs
+ * are published (Vigna, prng.di.unimi.it/splitmix64.c; the xoshiro seeding
+ * examples): E220A8397B1DCDAF, 6E789E6AA1B965F4, 06C45D188009454F,
+ * F88BB8A8724C81EC. The inverse really inverts it. */
+static void test_reference_mix64(void **state) {
+  (void)state;
+  const uint64_t want[4] = {0xE220A8397B1DCDAFULL, 0x6E789E6AA1B965F4ULL,
+                            0x06C45D188009454FULL, 0xF88BB8A8724C81ECULL};
+  for (uint64_t i = 1; i <= 4; i++)
+    assert_int_equal(ref_mix64(i * 0x9E3779B97F4A7C15ULL), want[i - 1]);
+  uint64_t rng = bk_test_seed(0x5EED0004);
+  for (int i = 0; i < 10000; i++) {
+    uint64_t x = i < 4 ? (uint64_t[]){0, 1, UINT64_MAX, 1ULL << 63}[i]
+                       : bk_test_next(&rng);
+    assert_int_equal(ref_unmix64(ref_mix64(x)), x);
+    assert_int_equal(ref_mix64(ref_unmix64(x)), x);
   }
 }
 
@@ -340,16 +393,32 @@ typedef struct index_vector {
   uint64_t want[10];
 } index_vector;
 
-/* Hand-computed (in exact integer arithmetic, outside this code base) from
- *   a = lo, b = hi; out[i] = (a * range) >> 64; a += b; b += i + 1  (mod 2^64).
- * The second vector makes a and b wrap around 2^64; the last one checks the
- * reduction at a = 2^63 (exactly half of any range). */
+/* Hand-computed in exact integer arithmetic outside this code base (a short
+ * Python script with arbitrary-precision integers, masking to 64 bits) from
+ *   a = lo, b = mix64(hi); out[i] = (a * range) >> 64; a += b; b += i + 1
+ * (mod 2^64), mix64 the splitmix64 finaliser of hash.h. The script checked
+ * its mix64 against splitmix64's published outputs (test_reference_mix64).
+ *  - #1: hi = 0x9E3779B97F4A7C15, so b = E220A8397B1DCDAF (splitmix64's
+ *    first output); a wraps on the first step.
+ *  - #2: b = 0xDA26E52FA3730902; a wraps at once from 2^64 - 16.
+ *  - #3: hi = unmix64(2^64 - 3), i.e. b = -3 mod 2^64: b wraps to 0 after
+ *    two steps, a wraps back through 0 at i = 6.
+ *  - #4: 9585059 is the optimal m for n = 10^6, p = 0.01.
+ *  - #5: the reduction at a = 2^63 (exactly half of any range).
+ *  - #6, #7: lo = 0 and range = 2^64 - 1, where reduce(x) = x - 1 for x > 0,
+ *    so out[1] = mix64(hi) - 1 exposes the mixer through the public API:
+ *    with hi = i * 0x9E3779B97F4A7C15 it is splitmix64's i-th output - 1. */
 static const index_vector k_indices[] = {
     {{0x0123456789ABCDEFULL, 0x9E3779B97F4A7C15ULL},
      10,
      1000,
-     {4, 622, 240, 858, 476, 94, 712, 330, 948, 566}},
+     {4, 887, 771, 654, 537, 420, 304, 187, 70, 954}},
     {{0xFFFFFFFFFFFFFFF0ULL, 0xFFFFFFFFFFFFFFFEULL},
+     8,
+     (uint64_t)1 << 40,
+     {1099511627775ULL, 936955424675ULL, 774399221574ULL, 611843018474ULL,
+      449286815373ULL, 286730612273ULL, 124174409172ULL, 1061129833848ULL}},
+    {{0xFFFFFFFFFFFFFFF0ULL, 0x926590AA01CA8B12ULL},
      8,
      (uint64_t)1 << 40,
      {1099511627775ULL, 1099511627775ULL, 1099511627775ULL, 1099511627775ULL,
@@ -357,23 +426,40 @@ static const index_vector k_indices[] = {
     {{0xD6E8FEB86659FD93ULL, 0xA0761D6478BD642FULL},
      7,
      9585059,
-     {8046587, 4469465, 892343, 6900280, 3323157, 9331094, 5753972}},
-    {{0x8000000000000000ULL, 0x4000000000000000ULL}, 4, 3, {1, 2, 0, 0}},
+     {8046587, 3175260, 7888993, 3017667, 7731399, 2860073, 7573806}},
+    {{0x8000000000000000ULL, 0x4000000000000000ULL}, 4, 3, {1, 1, 1, 2}},
+    {{0, 0x9E3779B97F4A7C15ULL},
+     3,
+     UINT64_MAX,
+     {0, 0xE220A8397B1DCDAEULL, 14141672759607663454ULL}},
+    {{0, 0x3C6EF372FE94F82AULL},
+     3,
+     UINT64_MAX,
+     {0, 0x6E789E6AA1B965F3ULL, 15920573044388711400ULL}},
 };
 
 static void test_indices_known_answers(void **state) {
   (void)state;
   for (size_t v = 0; v < sizeof k_indices / sizeof k_indices[0]; v++) {
-    uint64_t out[10];
+    uint64_t out[10], ref[10];
     memset(out, 0xAB, sizeof out);
     assert_bk_ok(bk_hash_indices(k_indices[v].h, k_indices[v].k,
                                  k_indices[v].range, out));
-    for (unsigned i = 0; i < k_indices[v].k; i++)
-      assert_int_equal(out[i], k_indices[v].want[i]);
+    ref_indices(k_indices[v].h, k_indices[v].k, k_indices[v].range, ref);
+    for (unsigned i = 0; i < k_indices[v].k; i++) {
+      if (out[i] != k_indices[v].want[i])
+        fail_msg("vector #%zu index %u: got %llu, want %llu", v + 1, i,
+                 (unsigned long long)out[i],
+                 (unsigned long long)k_indices[v].want[i]);
+      /* the C reference agrees with the hand computation too */
+      assert_int_equal(ref[i], k_indices[v].want[i]);
+    }
     /* Nothing written past out[k-1]. */
     for (unsigned i = k_indices[v].k; i < 10; i++)
       assert_int_equal(out[i], 0xABABABABABABABABULL);
   }
+  /* Vector #3's hi was chosen through the inverse: its step is -3. */
+  assert_int_equal(ref_mix64(0x926590AA01CA8B12ULL), (uint64_t)0 - 3);
 }
 
 /* End to end: a digest from a published vector, through the derivation.
@@ -386,7 +472,12 @@ static void test_indices_from_key(void **state) {
   assert_bk_ok(bk_hash_indices(h, 7, 9585059, got));
   ref_indices(h, 7, 9585059, want);
   for (int i = 0; i < 7; i++) assert_int_equal(got[i], want[i]);
-  /* first index by hand: (0xcbd8a7b341bd9b02 * 9585059) >> 64 */
+  /* by hand (same script as k_indices) from {cbd8a7b341bd9b02,
+   * 5b1e906a48ae1d19}, Murmur3 "hello" seed 0 */
+  const uint64_t hand[7] = {7632339, 7055955, 6479571, 5903187,
+                            5326803, 4750419, 4174036};
+  for (int i = 0; i < 7; i++) assert_int_equal(got[i], hand[i]);
+  /* first index: (0xcbd8a7b341bd9b02 * 9585059) >> 64, unaffected by hi */
   assert_int_equal(
       got[0], (uint64_t)(((bk__u128)0xcbd8a7b341bd9b02ULL * 9585059u) >> 64));
 }
@@ -413,7 +504,9 @@ static void test_indices_match_reference_and_range(void **state) {
         range = (uint64_t)1 << (bk_test_next(&rng) % 64);
         break;
     }
-    if (iter % 97 == 0) h.hi = bk_test_next(&rng) % 8; /* small b */
+    /* steps b = mix64(hi) that are small or just below 2^64 (wrapping) */
+    if (iter % 97 == 0) h.hi = ref_unmix64(bk_test_next(&rng) % 8);
+    if (iter % 89 == 0) h.hi = ref_unmix64((uint64_t)0 - 1 - bk_test_next(&rng) % 8);
     assert_bk_ok(bk_hash_indices(h, k, range, got));
     ref_indices(h, k, range, want);
     for (unsigned i = 0; i < k; i++) {
@@ -502,6 +595,35 @@ static void test_indices_uniform_from_keys(void **state) {
   }
 }
 
+/* The reason the step is mixed: MurmurHash3_x64_128 of a key of at most 8
+ * bytes with seed == length gives lo = 2F, hi = 3F (mod 2^64) for one F, and
+ * with b = hi the second index would be a function of the first (a + b =
+ * 5F). Over such digests the pairs of consecutive indices must still be
+ * jointly uniform: chi-square over range^2 cells. (With the unmixed step
+ * this statistic is in the millions; see also test_bloom's
+ * test_fpr_murmur_seed_equal_key_length.) */
+static void test_indices_pairs_uniform_murmur_seed_len(void **state) {
+  (void)state;
+  enum { R = 257, K = 4, PER_CELL = 4, N = R * R * PER_CELL };
+  static uint64_t pairs[K - 1][R * R];
+  memset(pairs, 0, sizeof pairs);
+  for (uint64_t key = 0; key < N; key++) {
+    bk_hash h;
+    uint64_t idx[K];
+    /* 8-byte keys, seed 8 */
+    assert_bk_ok(bk_hash_u64(BK_HASH_MURMUR3, 8, key, &h));
+    if (key < 1000) { /* the structure this guards against is really there */
+      uint64_t f = h.lo / 2, f2 = f + ((uint64_t)1 << 63);
+      assert_true(h.lo % 2 == 0);
+      assert_true(h.hi == 3 * f || h.hi == 3 * f2);
+    }
+    assert_bk_ok(bk_hash_indices(h, K, R, idx));
+    for (int i = 0; i + 1 < K; i++) pairs[i][idx[i] * R + idx[i + 1]]++;
+  }
+  for (int i = 0; i + 1 < K; i++)
+    assert_chi_square_uniform(pairs[i], (size_t)R * R, N);
+}
+
 /* ---- bad arguments ------------------------------------------------------- */
 
 static void test_bad_args(void **state) {
@@ -567,12 +689,14 @@ int main(void) {
       cmocka_unit_test(test_seeds_change_output),
       cmocka_unit_test(test_null_key_zero_len),
       cmocka_unit_test(test_hash_u64_is_le_bytes),
+      cmocka_unit_test(test_reference_mix64),
       cmocka_unit_test(test_indices_known_answers),
       cmocka_unit_test(test_indices_from_key),
       cmocka_unit_test(test_indices_match_reference_and_range),
       cmocka_unit_test(test_reduce_exact),
       cmocka_unit_test(test_reduce_uniform),
       cmocka_unit_test(test_indices_uniform_from_keys),
+      cmocka_unit_test(test_indices_pairs_uniform_murmur_seed_len),
       cmocka_unit_test(test_bad_args),
   };
   return cmocka_run_group_tests(tests, setup, NULL);

@@ -377,7 +377,8 @@ bk_status bk_bloom_add_if_absent(bk_bloom *b, const void *key, size_t len,
  * to keep the core's miss buffers busy, few enough to stay in L1. */
 #define BATCH_AHEAD 16u
 
-static inline void prefetch_key(const bk_bloom *b, bk_hash h, int write) {
+static inline __attribute__((always_inline)) void prefetch_key(
+    const bk_bloom *b, bk_hash h, int write) {
   if (b->layout == BK_BLOOM_BLOCKED) {
     if (write)
       __builtin_prefetch(block_of(b, h), 1);

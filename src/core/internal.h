@@ -13,6 +13,10 @@
 #include "bloomkit/common.h"
 #include "bloomkit/counters.h"
 
+/* Cross-component internals (bk__*) are exported from bloomkit_core with
+ * BK_API so the other component libraries can share one copy; they are not
+ * part of the public API and carry no compatibility promise. */
+
 #define BK_RETURN_IF(cond, status) \
   do {                             \
     if (cond) return (status);     \
@@ -38,10 +42,10 @@ typedef struct bk__alloc {
 } bk__alloc;
 
 /* BK_EINVAL for an allocator missing alloc or free. */
-bk_status bk__alloc_init(bk__alloc *out, const bk_allocator *user);
-void *bk__malloc(const bk__alloc *al, size_t size);
-void *bk__calloc(const bk__alloc *al, size_t n, size_t size);
-void bk__free(const bk__alloc *al, void *p);
+BK_API bk_status bk__alloc_init(bk__alloc *out, const bk_allocator *user);
+BK_API void *bk__malloc(const bk__alloc *al, size_t size);
+BK_API void *bk__calloc(const bk__alloc *al, size_t n, size_t size);
+BK_API void bk__free(const bk__alloc *al, void *p);
 
 /*
  * Zeroed storage aligned to at least 64 bytes. Large libc-backed regions
@@ -56,10 +60,10 @@ typedef struct bk__region {
   size_t mapped; /* bytes mapped at base when from mmap, else 0 */
 } bk__region;
 
-bk_status bk__region_alloc(const bk__alloc *al, size_t size, bk__region *out);
-void bk__region_free(const bk__alloc *al, bk__region *r);
+BK_API bk_status bk__region_alloc(const bk__alloc *al, size_t size, bk__region *out);
+BK_API void bk__region_free(const bk__alloc *al, bk__region *r);
 /* Zero a region; large mmap'd regions are given back to the OS instead. */
-void bk__region_zero(bk__region *r);
+BK_API void bk__region_zero(bk__region *r);
 
 /* a * b into *out; false on overflow. */
 static inline bool bk__mul_ok(size_t a, size_t b, size_t *out) {
@@ -137,13 +141,14 @@ enum {
   BK__TYPE_BITS = 1,
   BK__TYPE_COUNTERS = 2,
   BK__TYPE_BLOOM = 3,
+  BK__TYPE_FBF = 4,
 };
 
 /* Writes the 24-byte prefix. */
-void bk__format_write_prefix(unsigned char *p, uint16_t version, uint16_t type,
+BK_API void bk__format_write_prefix(unsigned char *p, uint16_t version, uint16_t type,
                              uint32_t header_len, uint64_t payload_len);
 /* Appends the checksum of p[0, body_len) at p + body_len. */
-void bk__format_write_trailer(unsigned char *p, size_t body_len);
+BK_API void bk__format_write_trailer(unsigned char *p, size_t body_len);
 
 typedef struct bk__format_view {
   uint16_t version;
@@ -158,7 +163,7 @@ typedef struct bk__format_view {
  * [1, max_version], header length exactly `header_len`, total length, and
  * checksum. Fills *view. Errors: BK_ECORRUPT, BK_EVERSION.
  */
-bk_status bk__format_open(const void *buf, size_t len, uint16_t type,
+BK_API bk_status bk__format_open(const void *buf, size_t len, uint16_t type,
                           uint16_t max_version, uint32_t header_len,
                           bk__format_view *view);
 
@@ -180,12 +185,12 @@ struct bk_bits {
 };
 
 /* Initialise / release a bits object embedded in another struct. */
-bk_status bk__bits_init(bk_bits *bits, uint64_t n_bits, const bk__alloc *al);
-void bk__bits_release(bk_bits *bits);
-uint64_t bk__popcount_words(const uint64_t *w, uint64_t n_words);
+BK_API bk_status bk__bits_init(bk_bits *bits, uint64_t n_bits, const bk__alloc *al);
+BK_API void bk__bits_release(bk_bits *bits);
+BK_API uint64_t bk__popcount_words(const uint64_t *w, uint64_t n_words);
 /* Payload helpers: words as little-endian u64s. */
-void bk__words_store(unsigned char *p, const uint64_t *w, uint64_t n_words);
-void bk__words_load(uint64_t *w, const unsigned char *p, uint64_t n_words);
+BK_API void bk__words_store(unsigned char *p, const uint64_t *w, uint64_t n_words);
+BK_API void bk__words_load(uint64_t *w, const unsigned char *p, uint64_t n_words);
 
 struct bk_counters {
   bk__alloc alloc;

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bk_fbf: the Forgetful Bloom Filter (R. Subramanyam, I. Gupta et al.,
+ * "Idempotent Distributed Counters Using a Forgetful Bloom Filter"; the FBF
+ * thesis, chapters 3 and 4). It remembers the recent past and forgets the
+ * old: one future, one present and N >= 1 past Bloom filters of equal m and
+ * k. An insert of an absent element goes into future and present; every
+ * refresh period t the oldest past filter is dropped, the others age by one
+ * place and an empty future is added. An element inserted at time s is
+ * remembered at least until s + (N+1) t and at most until s + (N+2) t.
+ *
+ * Layout: the constituent filters are stored transposed, in lanes: bit j of
+ * every filter sits in one W-bit lane, so a membership check is k lane loads
+ * whatever N is, and the optimized check of Algorithm 2 (future alone, each
+ * consecutive pair, oldest past alone; as corrected in DESIGN.md) is a few
+ * bit operations on the AND of the k lanes. Memory is W m / 8 bytes plus a
+ * small constant, W = the most filters the FBF may ever hold (N + 2 unless
+ * adaptive resizing may grow it).
+ *
+ * Time is an argument: bk_fbf_advance(f, now) performs the refreshes (and,
+ * when adaptive, the Algorithm 3 resizing ticks) due by `now`, a u64 in the
+ * caller's units (milliseconds, say). bk_fbf_timer_start runs a thread that
+ * does this against CLOCK_MONOTONIC in milliseconds.
+ *
+ * Thread safety: insert, insert_if_absent, contains (and _hash forms),
+ * estimated_fpp, info_get and serialize may run concurrently from any number
+ * of threads, and concurrently with one thread in bk_fbf_advance / bk_fbf_adapt
+ * (advance calls are serialised internally). A refresh is atomic for them: no
+ * check sees a half-rotated filter and no completed insert is lost by it.
+ * insert_if_absent is linearizable: of several threads inserting the same new
+ * id at once, exactly one is told it was new. create/destroy/deserialize
+ * need exclusive access.
+ */
+#ifndef BLOOMKIT_FBF_H
+#define BLOOMKIT_FBF_H
+
+#include "bloomkit/common.h"
+#include "bloomkit/hash.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct bk_fbf bk_fbf;
+
+/** Most constituent filters an FBF can hold (lane width). */
+#define BK_FBF_MAX_FILTERS 64u
+
+/** Membership check flavours (thesis Sec. 3.1 and 3.4). */
+typedef enum bk_fbf_check {
+  BK_FBF_CHECK_DEFAULT = 0,   /**< the filter's configured check */
+  BK_FBF_CHECK_OPTIMIZED = 1, /**< Algorithm 2 (corrected): pairs only */
+  BK_FBF_CHECK_SIMPLE = 2,    /**< any constituent filter */
+} bk_fbf_check;
+
+/**
+ * Configuration; zero fields mean "default" where a default exists.
+ * Size each constituent filter by m_bits and k, or by (capacity, fpp):
+ * capacity = distinct elements expected per refresh period, sized so one
+ * filter holding two periods' inserts stays at fpp.
+ */
+typedef struct bk_fbf_config {
+  uint64_t m_bits;   /**< bits per constituent filter (k then required) */
+  unsigned k;        /**< hash functions, 1..64 */
+  uint64_t capacity; /**< elements per refresh period (when m_bits is 0) */
+  double fpp;        /**< sizing target; default 0.01 */
+  unsigned n_past;   /**< N >= 1 past filters (required) */
+  uint64_t refresh_period; /**< t > 0, caller time units (required) */
+  /** Clients' retry timeout: no element younger than this is ever
+   * forgotten, across every refresh and resize. 0: (N + 1) t. Must be at
+   * most (N + 1) t. */
+  uint64_t min_window;
+  uint64_t start_time;  /**< the caller's clock at creation */
+  bk_fbf_check check;   /**< default BK_FBF_CHECK_OPTIMIZED */
+
+  /* Adaptive resizing (thesis Sec. 3.5, Algorithm 3). */
+  bool adaptive;            /**< run Algorithm 3 on each adaptation tick */
+  double target_fpp;        /**< in (0, 1); default fpp */
+  uint64_t adapt_interval;  /**< tick period; default 1000 (1 s in ms) */
+  uint64_t period_step;     /**< t -= / += step; default 1000 (1 s in ms) */
+  uint64_t min_period;      /**< floor for t; default max(step, 1) */
+  uint64_t max_period;      /**< ceiling for t; default 4 t */
+  unsigned min_filters;     /**< floor for N + 2; default N + 2 */
+  unsigned max_filters;     /**< ceiling (lane width); default N + 2, or
+                                 min(4 (N + 2), 64) when adaptive */
+
+  bk_hash_alg hash_alg; /**< default XXH3 */
+  uint64_t seed;
+  const bk_allocator *allocator; /**< NULL: libc */
+} bk_fbf_config;
+
+/**
+ * Create an FBF. Errors: BK_EINVAL (NULL argument, n_past == 0, k == 0
+ * with m_bits given, neither m_bits nor capacity, fpp or target_fpp outside
+ * (0, 1), refresh_period == 0, min_window > (N + 1) t, max_filters below
+ * N + 2 or above 64, floors above ceilings, sizes over 2^40 bits, bad hash
+ * or allocator), BK_ENOMEM.
+ */
+BK_API bk_status bk_fbf_create(bk_fbf **out, const bk_fbf_config *cfg);
+
+/** Free the FBF (stop its timer first). NULL does nothing. */
+BK_API void bk_fbf_destroy(bk_fbf *f);
+
+/** Hash a key with the FBF's algorithm and seed. Errors: BK_EINVAL. */
+BK_API bk_status bk_fbf_hash(const bk_fbf *f, const void *key, size_t len,
+                             bk_hash *out);
+
+/**
+ * Insert an element (thesis Algorithm 1): when the check does not find it,
+ * it goes into the future and present filters. Errors: BK_EINVAL.
+ */
+BK_API bk_status bk_fbf_insert(bk_fbf *f, const void *key, size_t len);
+BK_API bk_status bk_fbf_insert_hash(bk_fbf *f, bk_hash h);
+
+/**
+ * Check and insert as one linearizable step; *added = true when the element
+ * was not found and has been inserted. Errors: BK_EINVAL.
+ */
+BK_API bk_status bk_fbf_insert_if_absent(bk_fbf *f, const void *key,
+                                         size_t len, bool *added);
+BK_API bk_status bk_fbf_insert_if_absent_hash(bk_fbf *f, bk_hash h,
+                                              bool *added);
+
+/** Membership with the filter's configured check. Errors: BK_EINVAL. */
+BK_API bk_status bk_fbf_contains(const bk_fbf *f, const void *key, size_t len,
+                                 bool *out);
+BK_API bk_status bk_fbf_contains_hash(const bk_fbf *f, bk_hash h, bool *out);
+
+/** Membership with an explicit check flavour. Errors: BK_EINVAL. */
+BK_API bk_status bk_fbf_contains_with(const bk_fbf *f, bk_hash h,
+                                      bk_fbf_check check, bool *out);
+
+/**
+ * Perform every refresh (and adaptation tick, when adaptive) due by `now`.
+ * Errors: BK_EINVAL (NULL, `now` earlier than a time already seen). Cost: a
+ * refresh clears one constituent filter, O(W m / 64) word operations.
+ */
+BK_API bk_status bk_fbf_advance(bk_fbf *f, uint64_t now);
+
+/**
+ * Run one Algorithm 3 tick now, whether or not the filter is adaptive and
+ * whether or not a tick is due: grow when the estimated fpp is at least
+ * 0.9 target, shrink when at most 0.1 target. Errors: BK_EINVAL (NULL,
+ * time going backwards).
+ */
+BK_API bk_status bk_fbf_adapt(bk_fbf *f, uint64_t now);
+
+/**
+ * Resize by hand, within the configured floors and ceilings: `n_filters`
+ * is the new N + 2 goal, `refresh_period` the new t (0 keeps t). Growing
+ * keeps older filters longer; shrinking drops filters only as they come to
+ * hold nothing younger than min_window. Errors: BK_EINVAL (NULL, outside
+ * the bounds, a period shorter than min_window can cover).
+ */
+BK_API bk_status bk_fbf_resize(bk_fbf *f, unsigned n_filters,
+                               uint64_t refresh_period);
+
+/**
+ * False positive probability of the current state from the per-filter
+ * insertion counts: Eq. 4.3 for the optimized check, 1 - prod(1 - p_i) for
+ * the simple one, with p_i = (1 - (1 - 1/m)^{k l_i})^k (Eq. 4.1 corrected,
+ * see DESIGN.md). Errors: BK_EINVAL.
+ */
+BK_API bk_status bk_fbf_estimated_fpp(const bk_fbf *f, bk_fbf_check check,
+                                      double *out);
+
+/** A snapshot of an FBF's shape and state. */
+typedef struct bk_fbf_info {
+  uint64_t m_bits;
+  unsigned k;
+  unsigned n_filters;   /**< N + 2 in use now */
+  unsigned n_past;      /**< N */
+  unsigned target_filters; /**< where resizing is heading */
+  unsigned max_filters; /**< lane width W */
+  uint64_t refresh_period;
+  uint64_t min_window;
+  uint64_t now;          /**< latest time seen */
+  uint64_t next_refresh; /**< time of the next refresh */
+  uint64_t window_min;   /**< an element is kept at least this long... */
+  uint64_t window_max;   /**< ...and at most this long, at the current t */
+  uint64_t refreshes;    /**< refreshes performed */
+  uint64_t deferred;     /**< refreshes postponed to keep min_window */
+  /** Inserts into each filter, future first (index 0) to oldest past. */
+  uint64_t inserted[BK_FBF_MAX_FILTERS];
+  /** Set bits in each filter, same order (counted: O(W m / 64)). */
+  uint64_t set_bits[BK_FBF_MAX_FILTERS];
+  size_t memory; /**< bytes held */
+  bk_fbf_check check;
+  bool adaptive;
+} bk_fbf_info;
+
+/** Describe the FBF. Errors: BK_EINVAL. Cost: O(W m / 64) (set bits). */
+BK_API bk_status bk_fbf_info_get(const bk_fbf *f, bk_fbf_info *out);
+
+/** Kinds of resize decisions in the trace. */
+typedef enum bk_fbf_action {
+  BK_FBF_GROW = 1,   /**< fpp >= 0.9 target: filters doubled, t - step */
+  BK_FBF_SHRINK = 2, /**< fpp <= 0.1 target: one filter fewer, t + step */
+  BK_FBF_MANUAL = 3, /**< bk_fbf_resize */
+} bk_fbf_action;
+
+/** One resize decision: what Algorithm 3 saw and set. */
+typedef struct bk_fbf_resize_event {
+  uint64_t time;
+  bk_fbf_action action;
+  double estimated_fpp;   /**< at the tick, before the decision */
+  unsigned n_filters;     /**< N + 2 goal after the decision */
+  uint64_t refresh_period; /**< t after the decision */
+} bk_fbf_resize_event;
+
+/** Number of events in the trace (the last 1024 are kept). */
+BK_API size_t bk_fbf_trace_count(const bk_fbf *f);
+
+/**
+ * Copy event `i` (0 = oldest kept). Errors: BK_EINVAL (NULL, i out of
+ * range). Not safe concurrently with advance/adapt/resize.
+ */
+BK_API bk_status bk_fbf_trace_get(const bk_fbf *f, size_t i,
+                                  bk_fbf_resize_event *out);
+
+/** Bytes bk_fbf_serialize() will write. Errors: BK_EINVAL. */
+BK_API bk_status bk_fbf_serialized_size(const bk_fbf *f, size_t *out);
+
+/**
+ * Save the whole state (filters, counts, clock, N, t, resizing settings) in
+ * the common serialized form. Must not run concurrently with advance.
+ * Errors: BK_EINVAL (NULL, cap too small).
+ */
+BK_API bk_status bk_fbf_serialize(const bk_fbf *f, void *buf, size_t cap,
+                                  size_t *written);
+
+/**
+ * Restore an FBF from hostile bytes: every field is checked first.
+ * Errors: BK_EINVAL (NULL), BK_ECORRUPT, BK_EVERSION, BK_ENOMEM.
+ */
+BK_API bk_status bk_fbf_deserialize(const void *buf, size_t len,
+                                    const bk_allocator *allocator,
+                                    bk_fbf **out);
+
+/** Background refresh thread (real time, CLOCK_MONOTONIC milliseconds). */
+typedef struct bk_fbf_timer bk_fbf_timer;
+
+/**
+ * Start a thread that calls bk_fbf_advance(f, now_ms) every `tick_ms`
+ * (0: 10 ms). The FBF's times must then be CLOCK_MONOTONIC milliseconds
+ * (bk_fbf_clock_ms()). Errors: BK_EINVAL, BK_ENOMEM, BK_EIO (thread).
+ */
+BK_API bk_status bk_fbf_timer_start(bk_fbf *f, uint64_t tick_ms,
+                                    bk_fbf_timer **out);
+
+/** Stop and join the thread, then free it. NULL does nothing. */
+BK_API void bk_fbf_timer_stop(bk_fbf_timer *t);
+
+/** CLOCK_MONOTONIC in milliseconds, the timer's clock. */
+BK_API uint64_t bk_fbf_clock_ms(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

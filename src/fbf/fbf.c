@@ -1,0 +1,766 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bk_fbf: the Forgetful Bloom Filter (fbf-thesis chapters 3 and 4).
+ *
+ * Lanes. The W constituent filters are stored transposed: lane j holds bit j
+ * of every filter, one bit per physical slot, lanes packed `stride` bits
+ * apart (stride = W, or 64 when W > 57 so a lane never needs three words):
+ *
+ *   bit  j*stride + 0 ... j*stride + W-1      (W = 4 here)
+ *        [ s0 s1 s2 s3 | s0 s1 s2 s3 | s0 s1 s2 s3 | ...
+ *          lane 0        lane 1        lane 2
+ *
+ * Physical slots form a ring: logical position p (0 future, 1 present,
+ * 2.. past newest to oldest) is slot (head + p) % W. A refresh moves head
+ * back by one, so every filter ages one place without moving a bit, and the
+ * slot that becomes the new future must be empty: either a free slot (when
+ * fewer than W filters are in use) or the dropped oldest one, cleared.
+ *
+ * A check loads the k lanes of the key (two aligned words each), ANDs them,
+ * rotates the result into logical order and applies the pair rule of the
+ * optimized check (Algorithm 2 as corrected in DESIGN.md):
+ *   hit = L.future | (L.p & L.p+1 for p = present .. past_{N-1}) | L.oldest
+ * so it costs at most k loads whatever N is.
+ *
+ * Refresh concurrency. The state (head, count, generation, sweep flags) is
+ * one atomic word. Readers take a snapshot, probe, and retry if the word
+ * changed meanwhile (a seqlock without a writer-side lock on readers).
+ * Clearing a dropped slot takes O(W m / 64) word operations, so it is done
+ * after the new state is published, chunk by chunk (4096 lanes a chunk):
+ *   - each chunk carries the generation of its last sweep; the refresher
+ *     claims a chunk (busy bit), clears the dropped slots' bits, and stamps
+ *     the chunk with the new generation;
+ *   - an inserter about to write into a chunk that is not stamped yet sweeps
+ *     it first (or waits for the refresher to finish it), so a sweep never
+ *     erases a bit written under the new state;
+ *   - a reader masks the new future's bit in chunks not yet swept, because
+ *     there the slot still holds the dropped filter's bits;
+ *   - an inserter that wrote under an older state re-inserts under the new
+ *     one (its earlier bits may have met a sweep), and only then counts.
+ * Every refresh is therefore atomic to readers and writers: a check sees
+ * the old or the new filter set, and an insert is in the future and present
+ * filters of the state it finished in.
+ */
+#include <math.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "fbf_internal.h"
+#include "bloomkit/params.h"
+
+#define DEFAULT_FPP 0.01
+#define DEFAULT_ADAPT_INTERVAL 1000u
+#define DEFAULT_PERIOD_STEP 1000u
+#define N_LOCKS 64u
+#define LOCK_STRIDE (BK_CACHE_LINE / sizeof(uint32_t))
+#define CHUNK_BUSY ((uint64_t)1 << 63)
+
+/* ---- lanes --------------------------------------------------------------- */
+
+static inline uint64_t width_mask(unsigned w) {
+  return w >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << w) - 1);
+}
+
+/* Lane j as W bits, physical slot s at bit s. Two aligned relaxed loads
+ * (the array has a spare word at the end), so no access ever straddles. */
+static inline uint64_t load_lane(const bk_fbf *f, uint64_t j) {
+  uint64_t bit = j * f->stride;
+  uint64_t w = bit >> 6;
+  unsigned off = (unsigned)(bit & 63);
+  uint64_t w0 = __atomic_load_n(&f->words[w], __ATOMIC_RELAXED);
+  uint64_t w1 = __atomic_load_n(&f->words[w + 1], __ATOMIC_RELAXED);
+  /* (w1 << 1) << (63 - off) is w1 << (64 - off), and 0 when off == 0. */
+  return ((w0 >> off) | ((w1 << 1) << (63 - off))) & width_mask(f->width);
+}
+
+static inline void set_slot_bit(bk_fbf *f, uint64_t j, unsigned slot) {
+  uint64_t bit = j * f->stride + slot;
+  __atomic_fetch_or(&f->words[bit >> 6], (uint64_t)1 << (bit & 63),
+                    __ATOMIC_RELAXED);
+}
+
+/* Rotate physical lane bits into logical order: logical p = slot head+p. */
+static inline uint64_t to_logical(uint64_t lane, unsigned head, unsigned w) {
+  if (!head) return lane;
+  return ((lane >> head) | (lane << (w - head))) & width_mask(w);
+}
+
+/* The pair rule on logical bits L of `count` filters (Algorithm 2, with the
+ * oldest past checked alone as DESIGN.md's erratum says). */
+static inline bool decide(uint64_t logical, unsigned count,
+                          bk_fbf_check check) {
+  logical &= width_mask(count);
+  if (check == BK_FBF_CHECK_SIMPLE) return logical != 0;
+  uint64_t pairs = width_mask(count - 1) & ~(uint64_t)1; /* p = 1..count-2 */
+  return ((logical & 1) | (logical & (logical >> 1) & pairs) |
+          ((logical >> (count - 1)) & 1)) != 0;
+}
+
+static inline uint64_t chunk_of(uint64_t lane) {
+  return lane / BK__FBF_CHUNK_LANES;
+}
+
+/* ---- sweeping ------------------------------------------------------------ */
+
+/* Clear the dropped slots (keep_mask) in chunk c. Caller has claimed it. */
+static void sweep_chunk_words(bk_fbf *f, uint64_t c) {
+  /* A chunk is 4096 lanes = 64 * stride words, a whole number of mask
+   * periods (the bit pattern of one slot repeats every `stride` words). */
+  uint64_t first = c * 64u * f->stride;
+  uint64_t last = first + 64u * f->stride;
+  uint64_t lanes_end_bit = f->m * f->stride;
+  uint64_t end_word = (lanes_end_bit + 63) / 64;
+  if (last > end_word) last = end_word;
+  unsigned period = f->stride;
+  for (uint64_t w = first, p = 0; w < last; w++) {
+    uint64_t keep = f->keep_mask[p];
+    uint64_t cur = __atomic_load_n(&f->words[w], __ATOMIC_RELAXED);
+    if (cur & ~keep) __atomic_store_n(&f->words[w], cur & keep, __ATOMIC_RELAXED);
+    if (++p == period) p = 0;
+  }
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* Make sure chunk c is swept for generation `gen`: claim and sweep it, or
+ * wait while someone else does. */
+static void ensure_swept(bk_fbf *f, uint64_t c, uint64_t gen) {
+  for (unsigned spins = 0;; spins++) {
+    uint64_t e = __atomic_load_n(&f->chunk_epoch[c], __ATOMIC_ACQUIRE);
+    if (e == gen) return;
+    if (!(e & CHUNK_BUSY) && e < gen &&
+        __atomic_compare_exchange_n(&f->chunk_epoch[c], &e, gen | CHUNK_BUSY,
+                                    false, __ATOMIC_ACQUIRE,
+                                    __ATOMIC_RELAXED)) {
+      sweep_chunk_words(f, c);
+      __atomic_store_n(&f->chunk_epoch[c], gen, __ATOMIC_RELEASE);
+      return;
+    }
+    if (!(e & CHUNK_BUSY) && e > gen) return; /* a later refresh swept it */
+    if (spins > 64)
+      sched_yield();
+    else
+      cpu_relax();
+  }
+}
+
+/* ---- checks and inserts -------------------------------------------------- */
+
+/* The AND of the key's k lanes under state `st`, future masked in chunks a
+ * refresh has not swept yet. */
+static inline uint64_t probe_lanes(const bk_fbf *f, bk_hash h, uint64_t st) {
+  uint64_t acc = width_mask(f->width);
+  uint64_t a = h.lo, s = bk__mix64(h.hi);
+  bool mask_future = BK__ST_SWEEP(st) && BK__ST_FSWEEP(st);
+  uint64_t gen = BK__ST_GEN(st);
+  uint64_t future_bit = (uint64_t)1 << BK__ST_HEAD(st);
+  for (unsigned i = 0; i < f->k; i++) {
+    uint64_t j = bk_reduce(a, f->m);
+    uint64_t lane = load_lane(f, j);
+    if (mask_future &&
+        __atomic_load_n(&f->chunk_epoch[chunk_of(j)], __ATOMIC_ACQUIRE) != gen)
+      lane &= ~future_bit;
+    acc &= lane;
+    if (!acc) break;
+    a += s;
+    s += i + 1;
+  }
+  return acc;
+}
+
+static bool check_hash(const bk_fbf *f, bk_hash h, bk_fbf_check check) {
+  for (;;) {
+    uint64_t st = __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
+    uint64_t acc = probe_lanes(f, h, st);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&f->state, __ATOMIC_RELAXED) != st) continue;
+    unsigned count = BK__ST_COUNT(st);
+    return decide(to_logical(acc, BK__ST_HEAD(st), f->width), count, check);
+  }
+}
+
+/* Put the key into the future and present filters of the current state. */
+static void insert_hash_raw(bk_fbf *f, bk_hash h) {
+  uint64_t lanes[BK_K_MAX];
+  uint64_t a = h.lo, s = bk__mix64(h.hi);
+  for (unsigned i = 0; i < f->k; i++) {
+    lanes[i] = bk_reduce(a, f->m);
+    a += s;
+    s += i + 1;
+  }
+  for (;;) {
+    uint64_t st = __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
+    unsigned head = BK__ST_HEAD(st);
+    unsigned present = head + 1 == f->width ? 0 : head + 1;
+    if (BK__ST_SWEEP(st))
+      for (unsigned i = 0; i < f->k; i++)
+        ensure_swept(f, chunk_of(lanes[i]), BK__ST_GEN(st));
+    for (unsigned i = 0; i < f->k; i++) {
+      set_slot_bit(f, lanes[i], head);
+      set_slot_bit(f, lanes[i], present);
+    }
+    /* Pairs with the refresher's fence between publishing a state and
+     * sweeping: either the sweep saw these bits, or this load sees the
+     * new state and the insert is redone under it. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    uint64_t now_st = __atomic_load_n(&f->state, __ATOMIC_RELAXED);
+    if (BK__ST_GEN(now_st) != BK__ST_GEN(st)) continue;
+    __atomic_fetch_add(&f->inserted[head], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&f->inserted[present], 1, __ATOMIC_RELAXED);
+    return;
+  }
+}
+
+static inline uint32_t *lock_for(const bk_fbf *f, bk_hash h) {
+  uint32_t *locks = f->locks.data;
+  return &locks[((h.lo ^ h.hi) % N_LOCKS) * LOCK_STRIDE];
+}
+
+static inline void spin_lock(uint32_t *l) {
+  for (unsigned spins = 0;; spins++) {
+    if (!__atomic_load_n(l, __ATOMIC_RELAXED) &&
+        !__atomic_exchange_n(l, 1u, __ATOMIC_ACQUIRE))
+      return;
+    if (spins > 64)
+      sched_yield();
+    else
+      cpu_relax();
+  }
+}
+
+static inline void spin_unlock(uint32_t *l) {
+  __atomic_store_n(l, 0u, __ATOMIC_RELEASE);
+}
+
+static inline bk_status hash_key(const bk_fbf *f, const void *key, size_t len,
+                                 bk_hash *out) {
+  BK_RETURN_IF(!f || (!key && len), BK_EINVAL);
+  BK_RETURN_IF(f->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
+               BK_EINVAL);
+  *out = bk__hash(f->hash_alg, f->seed, key, len);
+  return BK_OK;
+}
+
+bk_status bk_fbf_hash(const bk_fbf *f, const void *key, size_t len,
+                      bk_hash *out) {
+  BK_RETURN_IF(!out, BK_EINVAL);
+  return hash_key(f, key, len, out);
+}
+
+bk_status bk_fbf_contains_with(const bk_fbf *f, bk_hash h, bk_fbf_check check,
+                               bool *out) {
+  BK_RETURN_IF(!f || !out, BK_EINVAL);
+  if (check == BK_FBF_CHECK_DEFAULT) check = f->check;
+  BK_RETURN_IF(check != BK_FBF_CHECK_OPTIMIZED && check != BK_FBF_CHECK_SIMPLE,
+               BK_EINVAL);
+  *out = check_hash(f, h, check);
+  return BK_OK;
+}
+
+bk_status bk_fbf_contains_hash(const bk_fbf *f, bk_hash h, bool *out) {
+  BK_RETURN_IF(!f || !out, BK_EINVAL);
+  *out = check_hash(f, h, f->check);
+  return BK_OK;
+}
+
+bk_status bk_fbf_contains(const bk_fbf *f, const void *key, size_t len,
+                          bool *out) {
+  bk_hash h;
+  BK_RETURN_IF(!out, BK_EINVAL);
+  BK_TRY(hash_key(f, key, len, &h));
+  *out = check_hash(f, h, f->check);
+  return BK_OK;
+}
+
+bk_status bk_fbf_insert_hash(bk_fbf *f, bk_hash h) {
+  BK_RETURN_IF(!f, BK_EINVAL);
+  /* Algorithm 1: only an element the check does not find is inserted. */
+  if (!check_hash(f, h, f->check)) insert_hash_raw(f, h);
+  return BK_OK;
+}
+
+bk_status bk_fbf_insert(bk_fbf *f, const void *key, size_t len) {
+  bk_hash h;
+  BK_TRY(hash_key(f, key, len, &h));
+  return bk_fbf_insert_hash(f, h);
+}
+
+bk_status bk_fbf_insert_if_absent_hash(bk_fbf *f, bk_hash h, bool *added) {
+  BK_RETURN_IF(!f || !added, BK_EINVAL);
+  /* A key found stays found until a refresh forgets it, so "present" needs
+   * no lock; "absent, now inserted" is decided once under the key's lock. */
+  if (check_hash(f, h, f->check)) {
+    *added = false;
+    return BK_OK;
+  }
+  uint32_t *lock = lock_for(f, h);
+  spin_lock(lock);
+  bool absent = !check_hash(f, h, f->check);
+  if (absent) insert_hash_raw(f, h);
+  spin_unlock(lock);
+  *added = absent;
+  return BK_OK;
+}
+
+bk_status bk_fbf_insert_if_absent(bk_fbf *f, const void *key, size_t len,
+                                  bool *added) {
+  bk_hash h;
+  BK_RETURN_IF(!added, BK_EINVAL);
+  BK_TRY(hash_key(f, key, len, &h));
+  return bk_fbf_insert_if_absent_hash(f, h, added);
+}
+
+/* ---- false positive estimate (chapter 4) -------------------------------- */
+
+static double filter_fpp(const bk_fbf *f, uint64_t inserted) {
+  double p = 0.0;
+  (void)bk_params_fpp(f->m, f->k, inserted, &p); /* m, k valid by creation */
+  return p;
+}
+
+/* Eq. 4.3 over the logical filters of state `st` (or 1 - prod(1 - p_i) for
+ * the simple check). */
+static double estimate(const bk_fbf *f, uint64_t st, bk_fbf_check check) {
+  unsigned count = BK__ST_COUNT(st), head = BK__ST_HEAD(st);
+  double p[BK_FBF_MAX_FILTERS] = {0};
+  for (unsigned i = 0; i < count; i++)
+    p[i] = filter_fpp(
+        f, __atomic_load_n(&f->inserted[(head + i) % f->width],
+                           __ATOMIC_RELAXED));
+  double none = 1.0;
+  if (check == BK_FBF_CHECK_SIMPLE) {
+    for (unsigned i = 0; i < count; i++) none *= 1.0 - p[i];
+    return 1.0 - none;
+  }
+  /* phi: future alone; each consecutive pair from (present, past newest) to
+   * (past_{N-1}, past oldest); past oldest alone. */
+  none *= 1.0 - p[0];
+  for (unsigned i = 1; i + 1 < count; i++) none *= 1.0 - p[i] * p[i + 1];
+  none *= 1.0 - p[count - 1];
+  return 1.0 - none;
+}
+
+bk_status bk_fbf_estimated_fpp(const bk_fbf *f, bk_fbf_check check,
+                               double *out) {
+  BK_RETURN_IF(!f || !out, BK_EINVAL);
+  if (check == BK_FBF_CHECK_DEFAULT) check = f->check;
+  BK_RETURN_IF(check != BK_FBF_CHECK_OPTIMIZED && check != BK_FBF_CHECK_SIMPLE,
+               BK_EINVAL);
+  *out = estimate(f, __atomic_load_n(&f->state, __ATOMIC_ACQUIRE), check);
+  return BK_OK;
+}
+
+/* ---- refresh (Sec. 3.3) -------------------------------------------------- */
+
+static inline unsigned slot_at(const bk_fbf *f, unsigned head, unsigned p) {
+  return (head + p) % f->width;
+}
+
+/* May the filter in `slot` be dropped at time `now` without forgetting an
+ * element younger than min_window? Its elements' newer copies were written
+ * while it was the future, i.e. before it became the present. */
+static bool droppable(const bk_fbf *f, unsigned slot, uint64_t now) {
+  if (!__atomic_load_n(&f->inserted[slot], __ATOMIC_RELAXED)) return true;
+  return now >= f->became_present[slot] &&
+         now - f->became_present[slot] >= f->min_window;
+}
+
+/* Publish `next` (with the keep masks for `dropped` slots when sweeping),
+ * then clear the dropped slots chunk by chunk and publish the end. */
+static void publish_and_sweep(bk_fbf *f, uint64_t next, uint64_t dropped) {
+  if (dropped) {
+    for (unsigned p = 0; p < f->stride; p++) {
+      uint64_t keep = ~(uint64_t)0;
+      for (unsigned b = 0; b < 64; b++) {
+        uint64_t bit = (uint64_t)p * 64 + b;
+        unsigned slot = (unsigned)(bit % f->stride);
+        if (slot < f->width && ((dropped >> slot) & 1))
+          keep &= ~((uint64_t)1 << b);
+      }
+      f->keep_mask[p] = keep;
+    }
+  }
+  __atomic_store_n(&f->state, next, __ATOMIC_RELEASE);
+  /* Pairs with the inserters' fence after their writes (see insert). */
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (!dropped) return;
+  uint64_t gen = BK__ST_GEN(next);
+  for (uint64_t c = 0; c < f->n_chunks; c++) ensure_swept(f, c, gen);
+  __atomic_store_n(&f->state,
+                   BK__ST_MAKE(BK__ST_HEAD(next), BK__ST_COUNT(next), 0, 0, gen),
+                   __ATOMIC_RELEASE);
+}
+
+/* One refresh at time `now`: a new empty future, every filter one place
+ * older, and filters dropped from the old end while more are in use than
+ * the target and the window allows. Returns false when it had to be
+ * deferred (every slot in use and the oldest still too young). */
+static bool refresh(bk_fbf *f, uint64_t now) {
+  uint64_t st = __atomic_load_n(&f->state, __ATOMIC_RELAXED);
+  unsigned head = BK__ST_HEAD(st), count = BK__ST_COUNT(st);
+  uint64_t gen = BK__ST_GEN(st) + 1;
+  uint64_t dropped = 0;
+  bool future_swept = false;
+  if (count == f->width) {
+    unsigned oldest = slot_at(f, head, count - 1);
+    if (!droppable(f, oldest, now)) return false;
+    /* The oldest filter is dropped and its slot becomes the new future. */
+    dropped |= (uint64_t)1 << oldest;
+    future_swept = __atomic_load_n(&f->inserted[oldest], __ATOMIC_RELAXED) != 0;
+    count--;
+  }
+  unsigned new_head = head == 0 ? f->width - 1 : head - 1;
+  count++; /* the new future */
+  f->became_present[slot_at(f, new_head, 1)] = now;
+  while (count > f->target_count && count > 3) {
+    unsigned oldest = slot_at(f, new_head, count - 1);
+    if (!droppable(f, oldest, now)) break;
+    dropped |= (uint64_t)1 << oldest;
+    count--;
+  }
+  /* Slots that never held anything need no sweep. Dropped slots' counts
+   * restart now, before the new state lets inserts count into them. */
+  uint64_t to_sweep = 0;
+  for (unsigned s = 0; s < f->width; s++) {
+    if (!((dropped >> s) & 1)) continue;
+    if (__atomic_load_n(&f->inserted[s], __ATOMIC_RELAXED))
+      to_sweep |= (uint64_t)1 << s;
+    __atomic_store_n(&f->inserted[s], 0, __ATOMIC_RELAXED);
+  }
+  publish_and_sweep(f,
+                    BK__ST_MAKE(new_head, count, to_sweep != 0,
+                                future_swept && to_sweep != 0, gen),
+                    to_sweep);
+  f->refreshes++;
+  return true;
+}
+
+/* ---- adaptive resizing (Sec. 3.5, Algorithm 3) -------------------------- */
+
+static void record(bk_fbf *f, uint64_t now, bk_fbf_action action, double fpp) {
+  bk_fbf_resize_event *e = &f->trace[f->trace_len % BK__FBF_TRACE_CAP];
+  e->time = now;
+  e->action = action;
+  e->estimated_fpp = fpp;
+  e->n_filters = f->target_count;
+  e->refresh_period = f->refresh_period;
+  f->trace_len++;
+}
+
+/* Apply a new goal of n filters and period t (already within bounds).
+ * Growing takes effect as refreshes stop dropping old filters; shrinking,
+ * as they drop more than they add, each only when droppable(). */
+static void set_goal(bk_fbf *f, unsigned n_filters, uint64_t period) {
+  f->target_count = n_filters;
+  if (period != f->refresh_period) {
+    /* The next refresh moves to one new period after the last one. */
+    uint64_t last = f->next_refresh - f->refresh_period;
+    f->refresh_period = period;
+    f->next_refresh = last + period > f->now ? last + period : f->now;
+  }
+}
+
+static void adapt_tick(bk_fbf *f, uint64_t now) {
+  uint64_t st = __atomic_load_n(&f->state, __ATOMIC_RELAXED);
+  double fpp = estimate(f, st, f->check);
+  unsigned n = f->target_count;
+  uint64_t t = f->refresh_period;
+  if (fpp >= 0.9 * f->target_fpp) {
+    /* Multiplicative increase of filters, additive decrease of period. */
+    unsigned grown = 2 * n > f->max_filters ? f->max_filters : 2 * n;
+    uint64_t shorter = t > f->period_step ? t - f->period_step : 0;
+    if (shorter < f->min_period) shorter = f->min_period;
+    if (grown != n || shorter != t) {
+      set_goal(f, grown, shorter);
+      record(f, now, BK_FBF_GROW, fpp);
+    }
+  } else if (fpp <= 0.1 * f->target_fpp) {
+    /* Additive decrease of filters, additive increase of period. */
+    unsigned fewer = n > f->min_filters ? n - 1 : n;
+    uint64_t longer = t + f->period_step > f->max_period ? f->max_period
+                                                          : t + f->period_step;
+    if (longer < t) longer = t;
+    if (fewer != n || longer != t) {
+      set_goal(f, fewer, longer);
+      record(f, now, BK_FBF_SHRINK, fpp);
+    }
+  }
+}
+
+/* ---- advance -------------------------------------------------------------- */
+
+static bk_status advance_locked(bk_fbf *f, uint64_t now) {
+  BK_RETURN_IF(now < f->now, BK_EINVAL);
+  f->now = now;
+  for (;;) {
+    bool tick_due = f->adaptive && f->next_adapt <= now;
+    bool refresh_due = f->next_refresh <= now;
+    if (!tick_due && !refresh_due) break;
+    if (tick_due && (!refresh_due || f->next_adapt <= f->next_refresh)) {
+      uint64_t at = f->next_adapt;
+      adapt_tick(f, at);
+      f->next_adapt = at + f->adapt_interval;
+      continue;
+    }
+    uint64_t at = f->next_refresh;
+    if (!refresh(f, at)) f->deferred++;
+    f->next_refresh = at + f->refresh_period;
+    /* A long idle gap: once every filter is empty and no tick is pending,
+     * further refreshes change nothing but the clock. */
+    uint64_t st = __atomic_load_n(&f->state, __ATOMIC_RELAXED);
+    bool empty = true;
+    for (unsigned s = 0; s < f->width && empty; s++)
+      if (__atomic_load_n(&f->inserted[s], __ATOMIC_RELAXED)) empty = false;
+    if (empty && !f->adaptive && BK__ST_COUNT(st) <= f->target_count &&
+        f->next_refresh <= now) {
+      uint64_t skip = (now - f->next_refresh) / f->refresh_period;
+      if (skip > f->width) {
+        skip -= skip % f->width; /* keep head where it would be */
+        f->next_refresh += skip * f->refresh_period;
+        f->refreshes += skip;
+      }
+    }
+  }
+  return BK_OK;
+}
+
+bk_status bk_fbf_advance(bk_fbf *f, uint64_t now) {
+  BK_RETURN_IF(!f, BK_EINVAL);
+  pthread_mutex_lock(&f->mu);
+  bk_status s = advance_locked(f, now);
+  pthread_mutex_unlock(&f->mu);
+  return s;
+}
+
+bk_status bk_fbf_adapt(bk_fbf *f, uint64_t now) {
+  BK_RETURN_IF(!f, BK_EINVAL);
+  pthread_mutex_lock(&f->mu);
+  bk_status s = advance_locked(f, now);
+  if (s == BK_OK) adapt_tick(f, now);
+  pthread_mutex_unlock(&f->mu);
+  return s;
+}
+
+bk_status bk_fbf_resize(bk_fbf *f, unsigned n_filters,
+                        uint64_t refresh_period) {
+  BK_RETURN_IF(!f, BK_EINVAL);
+  pthread_mutex_lock(&f->mu);
+  uint64_t t = refresh_period ? refresh_period : f->refresh_period;
+  bk_status s = BK_OK;
+  if (n_filters < f->min_filters || n_filters > f->max_filters ||
+      t < f->min_period || t > f->max_period ||
+      /* the goal must be able to keep min_window: (n - 1) t >= min_window */
+      (uint64_t)(n_filters - 1) * t < f->min_window) {
+    s = BK_EINVAL;
+  } else {
+    set_goal(f, n_filters, t);
+    double fpp = estimate(f, __atomic_load_n(&f->state, __ATOMIC_RELAXED),
+                          f->check);
+    record(f, f->now, BK_FBF_MANUAL, fpp);
+  }
+  pthread_mutex_unlock(&f->mu);
+  return s;
+}
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+bk_status bk__fbf_alloc(const bk__alloc *al, uint64_t m, unsigned k,
+                        unsigned width, bk_fbf **out) {
+  BK_RETURN_IF(m == 0 || m > BK_BITS_MAX || k == 0 || k > BK_K_MAX ||
+                   width < 3 || width > BK_FBF_MAX_FILTERS,
+               BK_EINVAL);
+  unsigned stride = width > 57 ? 64 : width;
+  uint64_t total_bits = m * stride; /* <= 2^46: no overflow */
+  BK_RETURN_IF(total_bits > ((uint64_t)1 << 43), BK_EINVAL); /* 1 TiB */
+  bk_fbf *f = bk__calloc(al, 1, sizeof *f);
+  BK_RETURN_IF(!f, BK_ENOMEM);
+  f->alloc = *al;
+  f->m = m;
+  f->k = k;
+  f->width = width;
+  f->stride = stride;
+  f->n_words = (total_bits + 63) / 64 + 1; /* +1: load_lane reads w + 1 */
+  f->n_chunks = (m + BK__FBF_CHUNK_LANES - 1) / BK__FBF_CHUNK_LANES;
+  bk_status s = bk__region_alloc(al, (size_t)f->n_words * 8, &f->region);
+  if (s == BK_OK)
+    s = bk__region_alloc(al, (size_t)f->n_chunks * 8, &f->chunk_region);
+  if (s == BK_OK) s = bk__region_alloc(al, N_LOCKS * BK_CACHE_LINE, &f->locks);
+  if (s == BK_OK && pthread_mutex_init(&f->mu, NULL) != 0) s = BK_ENOMEM;
+  if (s != BK_OK) {
+    bk__region_free(al, &f->locks);
+    bk__region_free(al, &f->chunk_region);
+    bk__region_free(al, &f->region);
+    bk__free(al, f);
+    return s;
+  }
+  f->words = f->region.data;
+  f->chunk_epoch = f->chunk_region.data;
+  *out = f;
+  return BK_OK;
+}
+
+static bk_status resolve_config(const bk_fbf_config *cfg, uint64_t *m_out,
+                                unsigned *k_out, unsigned *width_out) {
+  BK_RETURN_IF(cfg->n_past == 0 || cfg->n_past > BK_FBF_MAX_FILTERS - 2,
+               BK_EINVAL);
+  BK_RETURN_IF(cfg->refresh_period == 0, BK_EINVAL);
+  double fpp = cfg->fpp == 0.0 ? DEFAULT_FPP : cfg->fpp;
+  BK_RETURN_IF(!(fpp > 0.0 && fpp < 1.0), BK_EINVAL);
+  if (cfg->target_fpp != 0.0)
+    BK_RETURN_IF(!(cfg->target_fpp > 0.0 && cfg->target_fpp < 1.0), BK_EINVAL);
+  BK_RETURN_IF(cfg->k > BK_K_MAX, BK_EINVAL);
+  BK_RETURN_IF(cfg->check != BK_FBF_CHECK_DEFAULT &&
+                   cfg->check != BK_FBF_CHECK_OPTIMIZED &&
+                   cfg->check != BK_FBF_CHECK_SIMPLE,
+               BK_EINVAL);
+  uint64_t m;
+  unsigned k;
+  if (cfg->m_bits) {
+    BK_RETURN_IF(cfg->k == 0 || cfg->m_bits > BK_BITS_MAX, BK_EINVAL);
+    m = cfg->m_bits;
+    k = cfg->k;
+  } else {
+    BK_RETURN_IF(cfg->capacity == 0 || cfg->capacity > (UINT64_MAX >> 2),
+                 BK_EINVAL);
+    /* A filter takes inserts for two periods (as future, then present). */
+    BK_TRY(bk_params_optimal(2 * cfg->capacity, fpp, &m, &k));
+    if (cfg->k) k = cfg->k;
+  }
+  unsigned n_filters = cfg->n_past + 2;
+  unsigned width = cfg->max_filters;
+  if (!width) {
+    width = n_filters;
+    if (cfg->adaptive)
+      width = 4 * n_filters > BK_FBF_MAX_FILTERS ? BK_FBF_MAX_FILTERS
+                                                 : 4 * n_filters;
+  }
+  BK_RETURN_IF(width < n_filters || width > BK_FBF_MAX_FILTERS, BK_EINVAL);
+  *m_out = m;
+  *k_out = k;
+  *width_out = width;
+  return BK_OK;
+}
+
+bk_status bk_fbf_create(bk_fbf **out, const bk_fbf_config *cfg) {
+  BK_RETURN_IF(!out || !cfg, BK_EINVAL);
+  BK_RETURN_IF(!bk__hash_alg_valid(cfg->hash_alg, cfg->seed), BK_EINVAL);
+  uint64_t m;
+  unsigned k, width;
+  BK_TRY(resolve_config(cfg, &m, &k, &width));
+  unsigned n_filters = cfg->n_past + 2;
+  uint64_t t = cfg->refresh_period;
+  /* An element is kept at least (N + 1) t: that must cover min_window. */
+  uint64_t cover;
+  BK_RETURN_IF(__builtin_mul_overflow((uint64_t)(n_filters - 1), t, &cover),
+               BK_EINVAL);
+  uint64_t min_window = cfg->min_window ? cfg->min_window : cover;
+  BK_RETURN_IF(min_window > cover, BK_EINVAL);
+  uint64_t step = cfg->period_step ? cfg->period_step : DEFAULT_PERIOD_STEP;
+  uint64_t min_period = cfg->min_period ? cfg->min_period : (step < t ? step : t);
+  uint64_t max_period = cfg->max_period;
+  if (!max_period)
+    max_period = t > UINT64_MAX / 4 ? UINT64_MAX : 4 * t;
+  unsigned min_filters = cfg->min_filters ? cfg->min_filters : n_filters;
+  unsigned max_filters = width;
+  BK_RETURN_IF(min_period > t || t > max_period, BK_EINVAL);
+  BK_RETURN_IF(min_filters < 3 || min_filters > n_filters, BK_EINVAL);
+  BK_RETURN_IF(cfg->start_time > UINT64_MAX / 2, BK_EINVAL);
+
+  bk__alloc al;
+  BK_TRY(bk__alloc_init(&al, cfg->allocator));
+  bk_fbf *f;
+  BK_TRY(bk__fbf_alloc(&al, m, k, width, &f));
+  f->hash_alg = cfg->hash_alg == BK_HASH_DEFAULT ? BK_HASH_XXH3 : cfg->hash_alg;
+  f->seed = cfg->seed;
+  f->check = cfg->check == BK_FBF_CHECK_DEFAULT ? BK_FBF_CHECK_OPTIMIZED
+                                                : cfg->check;
+  f->state = BK__ST_MAKE(0, n_filters, 0, 0, 0);
+  f->now = cfg->start_time;
+  f->refresh_period = t;
+  f->next_refresh = cfg->start_time + t;
+  f->min_window = min_window;
+  f->target_count = n_filters;
+  f->adaptive = cfg->adaptive;
+  f->target_fpp = cfg->target_fpp != 0.0 ? cfg->target_fpp
+                                         : (cfg->fpp != 0.0 ? cfg->fpp
+                                                            : DEFAULT_FPP);
+  f->adapt_interval = cfg->adapt_interval ? cfg->adapt_interval
+                                          : DEFAULT_ADAPT_INTERVAL;
+  f->next_adapt = cfg->start_time + f->adapt_interval;
+  f->period_step = step;
+  f->min_period = min_period;
+  f->max_period = max_period;
+  f->min_filters = min_filters;
+  f->max_filters = max_filters;
+  *out = f;
+  return BK_OK;
+}
+
+void bk_fbf_destroy(bk_fbf *f) {
+  if (!f) return;
+  bk__alloc al = f->alloc;
+  pthread_mutex_destroy(&f->mu);
+  bk__region_free(&al, &f->locks);
+  bk__region_free(&al, &f->chunk_region);
+  bk__region_free(&al, &f->region);
+  bk__free(&al, f);
+}
+
+/* ---- introspection -------------------------------------------------------- */
+
+bk_status bk_fbf_info_get(const bk_fbf *f, bk_fbf_info *out) {
+  BK_RETURN_IF(!f || !out, BK_EINVAL);
+  bk_fbf *mf = (bk_fbf *)f; /* the mutex only; the FBF is not modified */
+  memset(out, 0, sizeof *out);
+  pthread_mutex_lock(&mf->mu);
+  uint64_t st = __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
+  unsigned head = BK__ST_HEAD(st), count = BK__ST_COUNT(st);
+  out->m_bits = f->m;
+  out->k = f->k;
+  out->n_filters = count;
+  out->n_past = count - 2;
+  out->target_filters = f->target_count;
+  out->max_filters = f->width;
+  out->refresh_period = f->refresh_period;
+  out->min_window = f->min_window;
+  out->now = f->now;
+  out->next_refresh = f->next_refresh;
+  out->window_min = (uint64_t)(count - 1) * f->refresh_period;
+  out->window_max = (uint64_t)count * f->refresh_period;
+  out->refreshes = f->refreshes;
+  out->deferred = f->deferred;
+  for (unsigned p = 0; p < count; p++) {
+    unsigned slot = slot_at(f, head, p);
+    out->inserted[p] = __atomic_load_n(&f->inserted[slot], __ATOMIC_RELAXED);
+    uint64_t set = 0;
+    for (uint64_t j = 0; j < f->m; j++) set += (load_lane(f, j) >> slot) & 1;
+    out->set_bits[p] = set;
+  }
+  out->memory = sizeof *f + f->region.size + f->chunk_region.size +
+                f->locks.size;
+  out->check = f->check;
+  out->adaptive = f->adaptive;
+  pthread_mutex_unlock(&mf->mu);
+  return BK_OK;
+}
+
+size_t bk_fbf_trace_count(const bk_fbf *f) {
+  if (!f) return 0;
+  return f->trace_len < BK__FBF_TRACE_CAP ? f->trace_len : BK__FBF_TRACE_CAP;
+}
+
+bk_status bk_fbf_trace_get(const bk_fbf *f, size_t i,
+                           bk_fbf_resize_event *out) {
+  BK_RETURN_IF(!f || !out || i >= bk_fbf_trace_count(f), BK_EINVAL);
+  size_t first = f->trace_len > BK__FBF_TRACE_CAP
+                     ? f->trace_len - BK__FBF_TRACE_CAP
+                     : 0;
+  *out = f->trace[(first + i) % BK__FBF_TRACE_CAP];
+  return BK_OK;
+}

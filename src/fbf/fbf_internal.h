@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to the fbf component: the FBF's struct, shared by fbf.c (filter,
+ * refresh, resizing) and fbf_io.c (serialized form).
+ */
+#ifndef BLOOMKIT_SRC_FBF_INTERNAL_H
+#define BLOOMKIT_SRC_FBF_INTERNAL_H
+
+#include <pthread.h>
+
+#include "bloomkit/fbf.h"
+#include "bloomkit/params.h"
+#include "core/hash_inline.h"
+#include "core/internal.h"
+
+/* Lanes per sweep chunk: a refresh clears a dropped filter chunk by chunk,
+ * and inserters help with the chunks they touch (see fbf.c). */
+#define BK__FBF_CHUNK_LANES 4096u
+#define BK__FBF_TRACE_CAP 1024u
+
+/*
+ * The published state, one atomic word so a reader sees it whole:
+ *
+ *   63                      20  19  18  17      11 10   6 5    0
+ *   [ generation (44 bits)  ] [fs][sw][ count (7)][ (4)  ][head]
+ *
+ *   head   physical slot of the future filter; logical position p (0 future,
+ *          1 present, 2.. past, newest first) lives in slot (head + p) % W
+ *   count  filters in the logical set, N + 2
+ *   sw     a refresh is sweeping dropped slots
+ *   fs     the slot being swept is the new future (its unswept chunks still
+ *          hold the dropped filter's bits, which readers mask)
+ *   gen    refreshes so far; chunk epochs compare against it
+ */
+#define BK__ST_HEAD(s) ((unsigned)((s)&63u))
+#define BK__ST_COUNT(s) ((unsigned)(((s) >> 11) & 127u))
+#define BK__ST_SWEEP(s) ((unsigned)(((s) >> 18) & 1u))
+#define BK__ST_FSWEEP(s) ((unsigned)(((s) >> 19) & 1u))
+#define BK__ST_GEN(s) ((s) >> 20)
+#define BK__ST_MAKE(head, count, sweep, fsweep, gen)                      \
+  ((uint64_t)(head) | ((uint64_t)(count) << 11) | ((uint64_t)(sweep) << 18) | \
+   ((uint64_t)(fsweep) << 19) | ((uint64_t)(gen) << 20))
+
+struct bk_fbf {
+  bk__alloc alloc;
+  /* geometry, fixed at creation */
+  uint64_t m;      /* bits per constituent filter = lanes */
+  unsigned k;
+  unsigned width;  /* W: physical slots per lane = most filters */
+  unsigned stride; /* bits from one lane to the next: W, or 64 when W > 57 */
+  uint64_t n_words;
+  uint64_t *words;
+  bk__region region;
+  uint64_t n_chunks;
+  uint64_t *chunk_epoch; /* gen of the last sweep of each chunk; top bit busy */
+  bk__region chunk_region;
+  bk__region locks; /* insert_if_absent stripes */
+  bk_hash_alg hash_alg;
+  uint64_t seed;
+  bk_fbf_check check;
+
+  /* shared with readers and writers */
+  uint64_t state;                        /* BK__ST_* (atomic) */
+  uint64_t keep_mask[64];                /* sweep: AND masks, period stride */
+  uint64_t inserted[BK_FBF_MAX_FILTERS]; /* per physical slot (atomic) */
+
+  /* control, under mu */
+  pthread_mutex_t mu;
+  uint64_t became_present[BK_FBF_MAX_FILTERS]; /* per physical slot */
+  uint64_t now;
+  uint64_t next_refresh;
+  uint64_t refresh_period;
+  uint64_t min_window;
+  unsigned target_count;
+  uint64_t refreshes;
+  uint64_t deferred;
+  /* adaptive resizing */
+  bool adaptive;
+  double target_fpp;
+  uint64_t adapt_interval;
+  uint64_t next_adapt;
+  uint64_t period_step;
+  uint64_t min_period, max_period;
+  unsigned min_filters, max_filters;
+  bk_fbf_resize_event trace[BK__FBF_TRACE_CAP];
+  size_t trace_len;  /* events ever recorded */
+};
+
+/* Allocate an FBF with the given geometry (zeroed state). */
+bk_status bk__fbf_alloc(const bk__alloc *al, uint64_t m, unsigned k,
+                        unsigned width, bk_fbf **out);
+
+#endif

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The FBF's serialized form: everything a restarted server needs to keep its
+ * memory of recent ids (filters, per-filter counts and ages, clock, N, t and
+ * the resizing settings), in the common envelope (core/internal.h).
+ *
+ * Parameters after the 24-byte prefix (header length 160 + 16 W):
+ *    24 u64 m            32 u8 k          33 u8 W (lane width)
+ *    34 u8 head          35 u8 count      36 u8 target_count
+ *    37 u8 min_filters   38 u8 max_filters (== W)   39 u8 hash_alg
+ *    40 u8 check         41 u8 adaptive   42 u16 reserved  44 u32 reserved
+ *    48 u64 seed         56 u64 now       64 u64 next_refresh
+ *    72 u64 refresh_period                80 u64 min_window
+ *    88 u64 refreshes    96 u64 deferred
+ *   104 u64 target_fpp in units of 1e-18 (no floating point on the wire)
+ *   112 u64 adapt_interval  120 u64 next_adapt  128 u64 period_step
+ *   136 u64 min_period      144 u64 max_period  152 u64 generation
+ *   160 u64 inserted[W]     160+8W u64 became_present[W]   (physical slots)
+ * Payload: the lane words, ceil(m * stride / 64) + 1 little-endian u64s;
+ * slots outside the logical set, lane padding and the spare word are zero.
+ */
+#include <math.h>
+
+#include "fbf_internal.h"
+
+#define FBF_VERSION 1
+#define FBF_FIXED_HEADER 160u
+#define FPP_SCALE 1e18
+
+static uint32_t header_len_for(unsigned width) {
+  return FBF_FIXED_HEADER + 16u * width;
+}
+
+bk_status bk_fbf_serialized_size(const bk_fbf *f, size_t *out) {
+  BK_RETURN_IF(!f || !out, BK_EINVAL);
+  *out = header_len_for(f->width) + (size_t)f->n_words * 8 + BK__TRAILER_SIZE;
+  return BK_OK;
+}
+
+bk_status bk_fbf_serialize(const bk_fbf *f, void *buf, size_t cap,
+                           size_t *written) {
+  size_t need;
+  BK_RETURN_IF(!buf || !written, BK_EINVAL);
+  BK_TRY(bk_fbf_serialized_size(f, &need));
+  BK_RETURN_IF(cap < need, BK_EINVAL);
+  bk_fbf *mf = (bk_fbf *)f; /* the mutex only */
+  pthread_mutex_lock(&mf->mu);
+  unsigned char *p = buf;
+  uint32_t hl = header_len_for(f->width);
+  uint64_t st = __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
+  bk__format_write_prefix(p, FBF_VERSION, BK__TYPE_FBF, hl, f->n_words * 8);
+  memset(p + 24, 0, hl - 24);
+  bk__store_le64(p + 24, f->m);
+  p[32] = (unsigned char)f->k;
+  p[33] = (unsigned char)f->width;
+  p[34] = (unsigned char)BK__ST_HEAD(st);
+  p[35] = (unsigned char)BK__ST_COUNT(st);
+  p[36] = (unsigned char)f->target_count;
+  p[37] = (unsigned char)f->min_filters;
+  p[38] = (unsigned char)f->max_filters;
+  p[39] = (unsigned char)f->hash_alg;
+  p[40] = (unsigned char)f->check;
+  p[41] = f->adaptive ? 1 : 0;
+  bk__store_le64(p + 48, f->seed);
+  bk__store_le64(p + 56, f->now);
+  bk__store_le64(p + 64, f->next_refresh);
+  bk__store_le64(p + 72, f->refresh_period);
+  bk__store_le64(p + 80, f->min_window);
+  bk__store_le64(p + 88, f->refreshes);
+  bk__store_le64(p + 96, f->deferred);
+  bk__store_le64(p + 104, (uint64_t)llround(f->target_fpp * FPP_SCALE));
+  bk__store_le64(p + 112, f->adapt_interval);
+  bk__store_le64(p + 120, f->next_adapt);
+  bk__store_le64(p + 128, f->period_step);
+  bk__store_le64(p + 136, f->min_period);
+  bk__store_le64(p + 144, f->max_period);
+  bk__store_le64(p + 152, BK__ST_GEN(st));
+  for (unsigned s = 0; s < f->width; s++) {
+    bk__store_le64(p + FBF_FIXED_HEADER + 8 * s,
+                   __atomic_load_n(&f->inserted[s], __ATOMIC_RELAXED));
+    bk__store_le64(p + FBF_FIXED_HEADER + 8 * (f->width + s),
+                   f->became_present[s]);
+  }
+  bk__words_store(p + hl, f->words, f->n_words);
+  pthread_mutex_unlock(&mf->mu);
+  bk__format_write_trailer(p, need - BK__TRAILER_SIZE);
+  *written = need;
+  return BK_OK;
+}
+
+/* True when every bit that must be zero is: free slots, lane padding past
+ * W, bits past the last lane, and the spare word. */
+static bool payload_clean(const unsigned char *payload, uint64_t m,
+                          unsigned width, unsigned stride, unsigned head,
+                          unsigned count, uint64_t n_words) {
+  uint64_t allowed_lane = 0; /* physical slots of the logical set */
+  for (unsigned p = 0; p < count; p++)
+    allowed_lane |= (uint64_t)1 << ((head + p) % width);
+  uint64_t lane_bits = m * stride;
+  for (uint64_t w = 0; w < n_words; w++) {
+    uint64_t v = bk__load_le64(payload + 8 * w);
+    if (!v) continue;
+    for (unsigned b = 0; b < 64; b++) {
+      if (!((v >> b) & 1)) continue;
+      uint64_t bit = w * 64 + b;
+      if (bit >= lane_bits) return false;
+      unsigned slot = (unsigned)(bit % stride);
+      if (slot >= width || !((allowed_lane >> slot) & 1)) return false;
+    }
+  }
+  return true;
+}
+
+bk_status bk_fbf_deserialize(const void *buf, size_t len,
+                             const bk_allocator *allocator, bk_fbf **out) {
+  BK_RETURN_IF(!buf || !out, BK_EINVAL);
+  const unsigned char *p = buf;
+  BK_RETURN_IF(len < FBF_FIXED_HEADER, BK_ECORRUPT);
+  unsigned width = p[33];
+  BK_RETURN_IF(width < 3 || width > BK_FBF_MAX_FILTERS, BK_ECORRUPT);
+  bk__format_view v;
+  BK_TRY(bk__format_open(buf, len, BK__TYPE_FBF, FBF_VERSION,
+                         header_len_for(width), &v));
+  uint64_t m = bk__load_le64(p + 24);
+  unsigned k = p[32], head = p[34], count = p[35], target = p[36];
+  unsigned min_f = p[37], max_f = p[38], alg = p[39], check = p[40];
+  unsigned adaptive = p[41];
+  uint64_t seed = bk__load_le64(p + 48);
+  uint64_t t = bk__load_le64(p + 72), min_window = bk__load_le64(p + 80);
+  uint64_t fpp_units = bk__load_le64(p + 104);
+  uint64_t interval = bk__load_le64(p + 112), step = bk__load_le64(p + 128);
+  uint64_t min_period = bk__load_le64(p + 136);
+  uint64_t max_period = bk__load_le64(p + 144);
+  uint64_t gen = bk__load_le64(p + 152);
+  BK_RETURN_IF(bk__load_le16(p + 42) || bk__load_le32(p + 44), BK_ECORRUPT);
+  BK_RETURN_IF(m == 0 || m > BK_BITS_MAX || k == 0 || k > BK_K_MAX,
+               BK_ECORRUPT);
+  BK_RETURN_IF(head >= width || count < 3 || count > width, BK_ECORRUPT);
+  BK_RETURN_IF(max_f != width || min_f < 3 || min_f > max_f ||
+                   target < min_f || target > max_f,
+               BK_ECORRUPT);
+  BK_RETURN_IF(alg != BK_HASH_XXH3 && alg != BK_HASH_MURMUR3, BK_ECORRUPT);
+  BK_RETURN_IF(!bk__hash_alg_valid((bk_hash_alg)alg, seed), BK_ECORRUPT);
+  BK_RETURN_IF(check != BK_FBF_CHECK_OPTIMIZED && check != BK_FBF_CHECK_SIMPLE,
+               BK_ECORRUPT);
+  BK_RETURN_IF(adaptive > 1, BK_ECORRUPT);
+  BK_RETURN_IF(t == 0 || min_period == 0 || min_period > t || t > max_period,
+               BK_ECORRUPT);
+  BK_RETURN_IF(interval == 0 || step == 0, BK_ECORRUPT);
+  BK_RETURN_IF(fpp_units == 0 || fpp_units >= (uint64_t)1000000000000000000u,
+               BK_ECORRUPT);
+  BK_RETURN_IF(gen >= ((uint64_t)1 << 43), BK_ECORRUPT);
+  BK_RETURN_IF(min_window > UINT64_MAX / 2, BK_ECORRUPT);
+  unsigned stride = width > 57 ? 64 : width;
+  uint64_t n_words = (m * stride + 63) / 64 + 1;
+  BK_RETURN_IF(v.payload_len != n_words * 8, BK_ECORRUPT);
+  for (unsigned s = 0; s < width; s++) {
+    bool in_set = ((s + width - head) % width) < count;
+    uint64_t ins = bk__load_le64(p + FBF_FIXED_HEADER + 8 * s);
+    BK_RETURN_IF(!in_set && ins != 0, BK_ECORRUPT);
+  }
+  BK_RETURN_IF(!payload_clean(v.payload, m, width, stride, head, count,
+                              n_words),
+               BK_ECORRUPT);
+
+  bk__alloc al;
+  BK_TRY(bk__alloc_init(&al, allocator));
+  bk_fbf *f;
+  BK_TRY(bk__fbf_alloc(&al, m, k, width, &f));
+  f->hash_alg = (bk_hash_alg)alg;
+  f->seed = seed;
+  f->check = (bk_fbf_check)check;
+  f->state = BK__ST_MAKE(head, count, 0, 0, gen);
+  f->now = bk__load_le64(p + 56);
+  f->next_refresh = bk__load_le64(p + 64);
+  f->refresh_period = t;
+  f->min_window = min_window;
+  f->refreshes = bk__load_le64(p + 88);
+  f->deferred = bk__load_le64(p + 96);
+  f->target_count = target;
+  f->adaptive = adaptive;
+  f->target_fpp = (double)fpp_units / FPP_SCALE;
+  f->adapt_interval = interval;
+  f->next_adapt = bk__load_le64(p + 120);
+  f->period_step = step;
+  f->min_period = min_period;
+  f->max_period = max_period;
+  f->min_filters = min_f;
+  f->max_filters = max_f;
+  for (unsigned s = 0; s < width; s++) {
+    f->inserted[s] = bk__load_le64(p + FBF_FIXED_HEADER + 8 * s);
+    f->became_present[s] = bk__load_le64(p + FBF_FIXED_HEADER + 8 * (width + s));
+  }
+  bk__words_load(f->words, v.payload, n_words);
+  *out = f;
+  return BK_OK;
+}
