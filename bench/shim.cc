@@ -37,10 +37,13 @@ struct Entry {
 };
 
 struct Target {
+  enum Kind { kRatio, kInfo, kCounter };
+  Kind kind;
   std::string label;
-  std::string numerator;
-  std::string denominator;
-  double max_ratio;
+  std::string numerator;    // kCounter: the benchmark
+  std::string denominator;  // kCounter: the counter
+  double max_ratio;         // kCounter: the most the counter may be
+  std::string detail;       // kCounter: a counter printed beside it, or ""
 };
 
 // What the table needs from one benchmark's report.
@@ -210,14 +213,42 @@ class TableReporter : public benchmark::ConsoleReporter {
     std::fflush(out);
   }
 
+  static const double *FindCounter(const Result &r, const std::string &name) {
+    for (const auto &c : r.counters)
+      if (c.first == name) return &c.second;
+    return nullptr;
+  }
+
   void PrintTargetList(std::FILE *out) {
     if (g_targets.empty()) return;
-    int pass = 0, miss = 0, skip = 0;
+    int pass = 0, miss = 0, skip = 0, info = 0;
     int width = 0;
     for (const Target &t : g_targets)
       width = std::max(width, static_cast<int>(t.label.size()));
-    std::fprintf(out, "\ntargets (ratio of CPU ns/op, lower is better)\n");
+    std::fprintf(out,
+                 "\ntargets (ratio of CPU ns/op unless a value is named, "
+                 "lower is better; INFO: reported only)\n");
     for (const Target &t : g_targets) {
+      if (t.kind == Target::kCounter) {
+        const Result *r = Find(t.numerator);
+        const double *value = r ? FindCounter(*r, t.denominator) : nullptr;
+        if (!value) {
+          std::fprintf(out, "  SKIP  %-*s (not run)\n", width,
+                       t.label.c_str());
+          skip++;
+          continue;
+        }
+        bool ok = *value <= t.max_ratio;
+        std::fprintf(out, "  %-4s  %-*s %s %.4g (limit %.4g", ok ? "PASS" : "MISS",
+                     width, t.label.c_str(), t.denominator.c_str(), *value,
+                     t.max_ratio);
+        const double *detail =
+            t.detail.empty() ? nullptr : FindCounter(*r, t.detail);
+        if (detail) std::fprintf(out, "; %s %.6g", t.detail.c_str(), *detail);
+        std::fprintf(out, ")\n");
+        (ok ? pass : miss)++;
+        continue;
+      }
       const Result *num = Find(t.numerator);
       const Result *den = Find(t.denominator);
       if (!num || !den || den->cpu_ns <= 0) {
@@ -226,14 +257,22 @@ class TableReporter : public benchmark::ConsoleReporter {
         continue;
       }
       double ratio = num->cpu_ns / den->cpu_ns;
+      if (t.kind == Target::kInfo) {
+        std::fprintf(out, "  INFO  %-*s %6.2fx (%.1f / %.1f ns)\n", width,
+                     t.label.c_str(), ratio, num->cpu_ns, den->cpu_ns);
+        info++;
+        continue;
+      }
       bool ok = ratio <= t.max_ratio;
       std::fprintf(out, "  %-4s  %-*s %6.2fx (limit %.2fx; %.1f / %.1f ns)\n",
                    ok ? "PASS" : "MISS", width, t.label.c_str(), ratio,
                    t.max_ratio, num->cpu_ns, den->cpu_ns);
       (ok ? pass : miss)++;
     }
-    std::fprintf(out, "targets: %d pass, %d miss, %d skipped\n", pass, miss,
+    std::fprintf(out, "targets: %d pass, %d miss, %d skipped", pass, miss,
                  skip);
+    if (info) std::fprintf(out, "; %d informational", info);
+    std::fprintf(out, "\n");
   }
 
   std::map<std::string, Result> results_;
@@ -291,7 +330,21 @@ void bk_bench_register(const char *name, bk_bench_fn fn, void *arg,
 
 void bk_bench_target(const char *label, const char *numerator,
                      const char *denominator, double max_ratio) {
-  g_targets.push_back(Target{label, numerator, denominator, max_ratio});
+  g_targets.push_back(
+      Target{Target::kRatio, label, numerator, denominator, max_ratio, ""});
+}
+
+void bk_bench_info_ratio(const char *label, const char *numerator,
+                         const char *denominator) {
+  g_targets.push_back(
+      Target{Target::kInfo, label, numerator, denominator, 0, ""});
+}
+
+void bk_bench_target_counter(const char *label, const char *benchmark,
+                             const char *counter, double max_value,
+                             const char *detail) {
+  g_targets.push_back(Target{Target::kCounter, label, benchmark, counter,
+                             max_value, detail ? detail : ""});
 }
 
 void bk_bench_note(const char *text) { g_notes.emplace_back(text); }

@@ -7,7 +7,8 @@
  * Every benchmark belongs to a group (e.g. one filter size) that may hold one
  * baseline; at the end the shim prints a table with each benchmark's ns/op,
  * bits/key and ratio to its group's baseline, then checks the registered
- * targets (ratio of two benchmarks against a bound) and prints PASS or MISS.
+ * targets (ratio of two benchmarks, or a reported counter, against a bound)
+ * and prints PASS or MISS, and the informational ratios as INFO.
  *
  *   static void bench_sum(bk_bench_state *st, void *arg) {
  *     uint64_t n, acc = 0;
@@ -61,6 +62,23 @@ void bk_bench_register(const char *name, bk_bench_fn fn, void *arg,
  */
 void bk_bench_target(const char *label, const char *numerator,
                      const char *denominator, double max_ratio);
+
+/**
+ * Register an informational ratio, time(numerator) / time(denominator),
+ * printed among the targets as INFO: reported, never PASS or MISS.
+ */
+void bk_bench_info_ratio(const char *label, const char *numerator,
+                         const char *denominator);
+
+/**
+ * Register a target on a reported value: counter `counter` of benchmark
+ * `benchmark` (see bk_bench_counter) <= max_value. `detail` (NULL: none)
+ * names another counter of the same benchmark, printed beside the value.
+ * SKIP when the benchmark did not run or did not report the counter.
+ */
+void bk_bench_target_counter(const char *label, const char *benchmark,
+                             const char *counter, double max_value,
+                             const char *detail);
 
 /** A paragraph printed after the targets, e.g. how to read them. */
 void bk_bench_note(const char *text);

@@ -3,8 +3,10 @@
  * Parameter math against hand-computed values and against independent
  * references evaluated here in long double: optimal (m, k), the standard
  * false positive probability (corrected fbf-thesis Eq. 4.1), the blocked
- * filter's Poisson mixture (Putze, Sanders & Singler 2007), p-capacity
- * (kbf-paper Sec. 4) and bits per element, plus every documented EINVAL.
+ * filter's exact expected rate (a Poisson mixture over block loads of the
+ * occupancy distribution; Putze, Sanders & Singler's 2007 approximation
+ * only as a lower bound), p-capacity (kbf-paper Sec. 4) with its BK_ERANGE
+ * and bits per element, plus every documented EINVAL.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -238,10 +240,80 @@ static void test_fpp_invalid(void **state) {
 
 /* ---- bk_params_fpp_blocked ----------------------------------------------- */
 
-/* Reference 1: the Poisson mixture summed directly, pmf in log space, over
- * j in [0, lambda + 40 sqrt(lambda) + 100]: the tail beyond is below
- * e^{-800} of the total and each term is at most 1. */
+/* The documented quantity (params.h): a probe lands in a uniform block of
+ * B = 512 bits holding J ~ Poisson(lambda = n B / m) keys, which have made
+ * J k uniform draws of its positions with replacement; the probe's own k
+ * positions, drawn the same way, are all set with probability (X/B)^k, X
+ * the distinct positions drawn. p = E[(X/B)^k]. */
+
+/* Reference 1: the Poisson mixture summed directly in long double, the
+ * occupancy distribution advanced one draw at a time (x stays with
+ * probability x/B, else becomes x + 1), over j in [0, lambda +
+ * 20 sqrt(lambda) + 40]; the Poisson tail beyond is below e^-150 and each
+ * term is at most 1. */
 static long double ref_blocked_sum(uint64_t m, unsigned k, uint64_t n) {
+  enum { B = BK_BLOCK_BITS };
+  if (n == 0) return 0.0L;
+  static long double dist[B + 1], next[B + 1], hit[B + 1];
+  long double lambda = (long double)n * B / (long double)m;
+  long double top = lambda + 20.0L * sqrtl(lambda) + 40.0L, total = 0;
+  for (int x = 0; x <= B; x++) {
+    dist[x] = x == 0;
+    hit[x] = powl((long double)x / B, (long double)k);
+  }
+  for (long double j = 0; j <= top; j += 1) {
+    long double given_j = 0;
+    for (int x = 0; x <= B; x++) given_j += dist[x] * hit[x];
+    total += expl(j * logl(lambda) - lambda - lgammal(j + 1)) * given_j;
+    for (unsigned d = 0; d < k; d++) {
+      next[0] = 0;
+      for (int x = 1; x <= B; x++)
+        next[x] = dist[x] * x / B + dist[x - 1] * (long double)(B - x + 1) / B;
+      memcpy(dist, next, sizeof dist);
+    }
+  }
+  return total;
+}
+
+/* Reference 2, closed form, sharing nothing with reference 1 but the
+ * definition: the probe's k positions cover s distinct bits with
+ * probability S(k, s) B!/(B - s)! / B^k (S a Stirling number of the second
+ * kind); t draws cover a given set of s bits with probability
+ * sum_i (-1)^i C(s, i) (1 - i/B)^t (inclusion-exclusion); and with
+ * t = J k, J ~ Poisson(lambda), E[(1 - i/B)^{J k}] = exp(lambda ((1 -
+ * i/B)^k - 1)). Alternating, so only used for small k (terms up to
+ * C(12, 6) = 924) where the result is not tiny. */
+static long double ref_blocked_closed(uint64_t m, unsigned k, uint64_t n) {
+  const long double B = BK_BLOCK_BITS;
+  long double lambda = (long double)n * B / (long double)m;
+  long double stirling[13][13] = {{0}};
+  assert_true(k <= 12);
+  stirling[0][0] = 1;
+  for (unsigned a = 1; a <= k; a++)
+    for (unsigned s = 1; s <= a; s++)
+      stirling[a][s] = s * stirling[a - 1][s] + stirling[a - 1][s - 1];
+  long double total = 0;
+  for (unsigned s = 1; s <= k; s++) {
+    long double p_s = stirling[k][s]; /* * B (B-1) ... (B-s+1) / B^k */
+    for (unsigned i = 0; i < s; i++) p_s *= (B - i) / B;
+    for (unsigned i = s; i < k; i++) p_s /= B;
+    long double cover = 0, binom = 1; /* C(s, i) */
+    for (unsigned i = 0; i <= s; i++) {
+      long double term =
+          binom * expl(lambda * (powl(1 - i / B, (long double)k) - 1));
+      cover += (i % 2) ? -term : term;
+      binom = binom * (long double)(s - i) / (long double)(i + 1);
+    }
+    total += p_s * cover;
+  }
+  return total;
+}
+
+/* Putze et al.'s approximation: the expected fill of a block holding j
+ * keys, 1 - (1 - 1/B)^{k j}, raised to k, mixed over the same Poisson
+ * loads. By Jensen (E[(X/B)^k] >= (E[X]/B)^k for each j) it is a lower
+ * bound of the exact rate. */
+static long double ref_blocked_putze(uint64_t m, unsigned k, uint64_t n) {
   const long double B = BK_BLOCK_BITS;
   long double lambda = (long double)n * B / (long double)m;
   if (n == 0) return 0.0L;
@@ -250,23 +322,6 @@ static long double ref_blocked_sum(uint64_t m, unsigned k, uint64_t n) {
     long double log_pmf = j * logl(lambda) - lambda - lgammal(j + 1);
     long double set = -expm1l((long double)k * j * log1pl(-1.0L / B));
     total += expl(log_pmf) * powl(set, (long double)k);
-  }
-  return total;
-}
-
-/* Reference 2, closed form: expand (1 - s^{kJ})^k binomially and use the
- * Poisson generating function E[z^J] = exp(lambda (z - 1)):
- *   sum_i C(k, i) (-1)^i exp(lambda (s^{k i} - 1)),  s = 1 - 1/B.
- * Alternating, so only used where the result is not tiny. */
-static long double ref_blocked_closed(uint64_t m, unsigned k, uint64_t n) {
-  const long double B = BK_BLOCK_BITS, s = 1.0L - 1.0L / B;
-  long double lambda = (long double)n * B / (long double)m;
-  long double total = 0, binom = 1;
-  for (unsigned i = 0; i <= k; i++) {
-    long double term =
-        binom * expl(lambda * (powl(s, (long double)(k * i)) - 1));
-    total += (i % 2) ? -term : term;
-    binom = binom * (long double)(k - i) / (long double)(i + 1);
   }
   return total;
 }
@@ -283,9 +338,11 @@ static void test_fpp_blocked_reference(void **state) {
       {512 * 1000, 3, 50000},  /* lambda 25.6 */
       {512, 5, 50},            /* one block */
       {512 * 4096, 10, 131072},
+      {512 * 4096, 12, 131072},
       {512 * 10, 1, 8000}, /* overloaded: lambda 800 */
       {512 * 10, 2, 8000},
       {512 * 100000, 7, 5000000},
+      {512 * 64, 12, 4096}, /* 8 bits per element with a high k */
   };
   for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
     double out = -1;
@@ -296,18 +353,22 @@ static void test_fpp_blocked_reference(void **state) {
     assert_bk_ok(bk_params_fpp_blocked(cfgs[i].m, cfgs[i].k, cfgs[i].n, &out));
     long double sum = ref_blocked_sum(cfgs[i].m, cfgs[i].k, cfgs[i].n);
     long double closed = ref_blocked_closed(cfgs[i].m, cfgs[i].k, cfgs[i].n);
-    /* The two references agree to ~1e-15 here (binomial terms are at most
-     * C(10,5) = 252, long double epsilon 1e-19, results >= 1e-4), which
-     * validates the references themselves. */
+    /* The two references agree to ~1e-14 here (alternating terms at most
+     * C(12, 6) = 924 against results >= 1e-4, long double epsilon 1e-19;
+     * the sum accumulates ~10^3 rounded steps per j), which validates the
+     * references themselves. */
     assert_rel(sum, closed, 1e-12L, what);
-    /* The library sums ~100 double terms, each with a relative error of a
-     * few ulps, and may stop where the Poisson tail drops below ~1e-18 of
-     * the result; 1e-9 is loose against that but tight against any wrong
-     * formula (lambda = n/m instead of nB/m, or bits set against m instead
-     * of B, change the result by orders of magnitude). */
+    /* The library sums the same mixture in double, ~10^5..10^7 rounded
+     * operations each with relative error 1e-16, and truncates a Poisson
+     * tail below 1e-30; 1e-9 is loose against that but tight against any
+     * wrong formula: Putze's approximation is 0.1 % to 4 % off here, and
+     * lambda = n/m instead of n B/m, or fill against m instead of B,
+     * change the result by orders of magnitude. */
     assert_rel(out, sum, 1e-9L, what);
   }
-  /* k = 1 has a closed form with no alternation at all: 1 - exp(-n/m). */
+  /* k = 1 has a closed form with no alternation at all: 1 - exp(-n/m)
+   * (one probe position; a bit is clear after t draws with probability
+   * (1 - 1/B)^t, and the Poisson mixture of that is exp(-lambda / B)). */
   double out;
   assert_bk_ok(bk_params_fpp_blocked(512 * 10, 1, 8000, &out));
   assert_rel(out, -expm1l(-8000.0L / 5120.0L), 1e-9L, "k=1 closed form");
@@ -318,13 +379,50 @@ static void test_fpp_blocked_reference(void **state) {
              "nearly empty");
   assert_bk_ok(bk_params_fpp_blocked(512 * 100, 7, 0, &out));
   assert_true(out == 0.0);
+  /* Either side of the switch to Putze's form (params.c: more than 60000
+   * draws per block within the summed range). With k = 64 on one block the
+   * switch falls between n = 600 and n = 620; the rate is within 1e-12 of
+   * 1 on both sides, and both must match the exact sum (absolute 1e-12). */
+  const uint64_t around[] = {560, 600, 620, 700};
+  for (size_t i = 0; i < sizeof around / sizeof around[0]; i++) {
+    assert_bk_ok(bk_params_fpp_blocked(512, 64, around[i], &out));
+    long double want = ref_blocked_sum(512, 64, around[i]);
+    if (!(fabsl((long double)out - want) <= 1e-12L))
+      fail_msg("fpp_blocked(512, 64, %llu) = %.17g, exact %.17Lg",
+               (unsigned long long)around[i], out, want);
+  }
+}
+
+/* The exact rate is never below Putze's approximation (Jensen, see
+ * ref_blocked_putze), and not far above it at usual loads: on this grid
+ * (8 to 20 bits per element, k up to 12) the largest excess, computed
+ * outside the code base, is 3.8 % (20 bits per element, k = 12); 5 %
+ * leaves room for nothing but a wrong formula. */
+static void test_fpp_blocked_vs_putze(void **state) {
+  (void)state;
+  const unsigned bits_per_element[] = {8, 10, 12, 16, 20};
+  for (size_t b = 0; b < 5; b++)
+    for (unsigned k = 1; k <= 12; k++) {
+      uint64_t m = 512 * 1000;
+      uint64_t n = m / bits_per_element[b];
+      double out;
+      assert_bk_ok(bk_params_fpp_blocked(m, k, n, &out));
+      long double putze = ref_blocked_putze(m, k, n);
+      if (!((long double)out >= putze * (1 - 1e-12L) &&
+            (long double)out <= putze * 1.05L))
+        fail_msg("m %llu k %u n %llu: fpp_blocked %.9g, Putze %.9Lg "
+                 "(ratio %.6Lf, want [1, 1.05])",
+                 (unsigned long long)m, k, (unsigned long long)n, out, putze,
+                 (long double)out / putze);
+    }
 }
 
 /* Uneven block loads make a blocked filter worse than a standard one of the
- * same m, k, n at every practical load (Putze et al.): the per-block fpp is
- * convex in the load over the bulk of the Poisson mass, so by Jensen the
- * mixture exceeds its value at the mean, which itself exceeds the standard
- * fpp because (1 - 1/B)^{kB/m} < (1 - 1/m)^k. */
+ * same m, k, n at every practical load (Putze et al.): even their lower
+ * bound exceeds the standard rate (the per-block rate is convex in the load
+ * over the bulk of the Poisson mass, so by Jensen the mixture exceeds its
+ * value at the mean, which itself exceeds the standard fpp because
+ * (1 - 1/B)^{kB/m} < (1 - 1/m)^k), and the exact rate is higher still. */
 static void test_fpp_blocked_not_below_standard(void **state) {
   (void)state;
   const unsigned bits_per_element[] = {8, 10, 12, 16, 20};
@@ -345,8 +443,9 @@ static void test_fpp_blocked_not_below_standard(void **state) {
 
 /* Run `fn` in a child process with a deadline, so a call that never
  * returns fails this test instead of hanging the whole program. The child
- * reports through its exit status (0 = all checks passed). */
-static void run_with_deadline(int (*fn)(void), unsigned seconds,
+ * reports through its exit status (0 = all checks passed). Returns true
+ * when it passed; otherwise prints why. */
+static bool run_with_deadline(int (*fn)(void), unsigned seconds,
                               const char *what) {
   fflush(NULL);
   pid_t pid = fork();
@@ -359,44 +458,65 @@ static void run_with_deadline(int (*fn)(void), unsigned seconds,
   }
   int status = 0;
   assert_int_equal(waitpid(pid, &status, 0), pid);
-  if (WIFSIGNALED(status))
-    fail_msg("%s: killed by signal %d (%s)", what, WTERMSIG(status),
-             WTERMSIG(status) == SIGALRM ? "did not return within the deadline"
-                                         : "crashed");
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    fail_msg("%s: check failed in child (exit %d)", what,
-             WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  if (WIFSIGNALED(status)) {
+    print_error("%s: killed by signal %d (%s)\n", what, WTERMSIG(status),
+                WTERMSIG(status) == SIGALRM
+                    ? "did not return within the deadline"
+                    : "crashed");
+    return false;
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    print_error("%s: check failed in child (exit %d)\n", what,
+                WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return false;
+  }
+  return true;
 }
 
 /* An overloaded blocked filter: lambda = n B / m is astronomically large, so
  * every block has all its bits set and the mixture is 1 to double
- * precision (the per-block fpp at load j >= 10^6 is 1 - e^{-13000} or
- * closer). The documented Poisson mixture must be evaluated in bounded time
- * (a function with no error for this input may not loop forever) and
- * stay accurate. */
+ * precision (the per-block fpp at load j >= 10^6 is 1 - 7 e^{-13000} or
+ * closer, and the Poisson mass below that load is below e^{-10^5}). The
+ * header documents no error for any n, and says the heavy-load form is
+ * used only where it and the exact rate "are 1 to within rounding"; so the
+ * call must return BK_OK in bounded time (it may not loop for ever) with a
+ * result within 1e-9 of 1. That is irrelevant to any use of the rate, and
+ * loose enough for a Poisson sum whose log pmf, j log lambda - lambda -
+ * lgamma(j + 1), cancels terms of size lambda log lambda (at n = 10^6 that
+ * costs ~5e-10); it is not loose enough for a sum that lets the
+ * cancellation grow with lambda unchecked. Each load runs in its own child
+ * so one hang does not hide the others. */
+static uint64_t g_overloaded_n;
+
 static int blocked_overloaded_child(void) {
-  const uint64_t ns[] = {1000000ULL, 10000000000000ULL, (uint64_t)1 << 53,
-                         UINT64_MAX};
-  int rc = 0;
-  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
-    double out = -1;
-    bk_status s = bk_params_fpp_blocked(512, 7, ns[i], &out);
-    if (s != BK_OK || !(out >= 1.0 - 1e-9 && out <= 1.0)) {
-      fprintf(stderr,
-              "fpp_blocked(512, 7, %llu): status %s, fpp %.17g (want 1)\n",
-              (unsigned long long)ns[i], bk_status_name(s), out);
-      rc = 1;
-    }
+  double out = -1;
+  bk_status s = bk_params_fpp_blocked(512, 7, g_overloaded_n, &out);
+  if (s != BK_OK || !(out >= 1.0 - 1e-9 && out <= 1.0)) {
+    fprintf(stderr,
+            "fpp_blocked(512, 7, %llu): status %s, fpp %.17g (1 - fpp = "
+            "%.3g; want BK_OK and 1)\n",
+            (unsigned long long)g_overloaded_n, bk_status_name(s), out,
+            1.0 - out);
+    return 1;
   }
-  return rc;
+  return 0;
 }
 
 static void test_fpp_blocked_overloaded(void **state) {
   (void)state;
-  /* the correct computation takes well under a second; 20 s tolerates a
-   * loaded machine and a sanitizer build */
-  run_with_deadline(blocked_overloaded_child, 20,
-                    "fpp_blocked with an overloaded filter");
+  const uint64_t ns[] = {1000000ULL, 10000000000ULL, 10000000000000ULL,
+                         (uint64_t)1 << 53, UINT64_MAX};
+  int failures = 0;
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+    char what[80];
+    snprintf(what, sizeof what, "fpp_blocked(512, 7, %llu)",
+             (unsigned long long)ns[i]);
+    g_overloaded_n = ns[i];
+    /* the correct computation takes well under a second; 20 s tolerates a
+     * loaded machine and a sanitizer build */
+    failures += !run_with_deadline(blocked_overloaded_child, 20, what);
+  }
+  assert_int_equal(failures, 0);
 }
 
 static void test_fpp_blocked_invalid(void **state) {
@@ -455,21 +575,52 @@ static void test_p_capacity(void **state) {
     }
 }
 
-/* The p-capacity can exceed what a uint64_t holds (m = 2^64 - 1 at
- * p = 0.9 gives 8.4e19 elements). The header documents no error for it, so
- * the function must either report an error or return a value that still
- * makes sense: the capacity never shrinks as m grows. Returning BK_OK with
- * a wrapped or undefined conversion (0, say) is a bug. */
+/* The p-capacity can exceed what a uint64_t holds; bk_params_p_capacity
+ * then returns BK_ERANGE (never a wrapped or saturated value with BK_OK).
+ * For m = 2^64 - 1 the result -m (ln 2)^2 / ln p reaches 2^64 where
+ * -ln p <= (ln 2)^2 = 0.48045, i.e. p >= 0.6185: p = 0.5 gives 1.28e19
+ * (fits), p = 0.61 gives 0.97 * 2^64 (fits), p = 0.62 gives 1.005 * 2^64,
+ * p = 0.9 gives 4.6 * 2^64; every case is at least 0.5 % from the
+ * boundary, far beyond double rounding. */
 static void test_p_capacity_huge(void **state) {
   (void)state;
-  const double ps[] = {0.5, 0.9, 0.999999};
-  for (size_t i = 0; i < 3; i++) {
+  static const struct {
+    uint64_t m;
+    double p;
+  } cases[] = {
+      {UINT64_MAX, 0.5},      {UINT64_MAX, 0.61},
+      {UINT64_MAX, 0.62},     {UINT64_MAX, 0.9},
+      {UINT64_MAX, 0.999999}, {(uint64_t)1 << 63, 0.9},
+      {(uint64_t)1 << 62, 0.5}, {(uint64_t)1 << 40, 1 - 1e-12},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    long double x = -(long double)cases[i].m * ln2sq() /
+                    logl((long double)cases[i].p);
+    uint64_t cap = 12345;
+    bk_status s = bk_params_p_capacity(cases[i].m, cases[i].p, &cap);
+    char what[80];
+    snprintf(what, sizeof what, "p_capacity(%llu, %g)",
+             (unsigned long long)cases[i].m, cases[i].p);
+    if (x >= 18446744073709551616.0L) {
+      if (s != BK_ERANGE)
+        fail_msg("%s: want BK_ERANGE (capacity %.4Lg > 2^64 - 1), got %s "
+                 "with %llu",
+                 what, x, bk_status_name(s), (unsigned long long)cap);
+    } else {
+      if (s != BK_OK)
+        fail_msg("%s: want BK_OK (capacity %.6Lg), got %s", what, x,
+                 bk_status_name(s));
+      /* double evaluation: relative error a few ulps */
+      assert_rel((long double)cap, floorl(x), 1e-12L, what);
+    }
+  }
+  /* Where it fits, the capacity never shrinks as m grows. */
+  const double ps[] = {0.5, 0.6};
+  for (size_t i = 0; i < 2; i++) {
     uint64_t smaller = 0, cap = 0;
     assert_bk_ok(bk_params_p_capacity((uint64_t)1 << 40, ps[i], &smaller));
-    bk_status s = bk_params_p_capacity(UINT64_MAX, ps[i], &cap);
-    if (s == BK_OK && cap < smaller)
-      fail_msg("p_capacity(2^64 - 1, %g) = %llu < p_capacity(2^40) = %llu",
-               ps[i], (unsigned long long)cap, (unsigned long long)smaller);
+    assert_bk_ok(bk_params_p_capacity(UINT64_MAX, ps[i], &cap));
+    assert_true(cap > smaller);
   }
 }
 
@@ -514,6 +665,7 @@ int main(void) {
       cmocka_unit_test(test_fpp_formula),
       cmocka_unit_test(test_fpp_invalid),
       cmocka_unit_test(test_fpp_blocked_reference),
+      cmocka_unit_test(test_fpp_blocked_vs_putze),
       cmocka_unit_test(test_fpp_blocked_not_below_standard),
       cmocka_unit_test(test_fpp_blocked_overloaded),
       cmocka_unit_test(test_fpp_blocked_invalid),

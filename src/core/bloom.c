@@ -345,13 +345,9 @@ bk_status bk_bloom_contains_hash(const bk_bloom *b, bk_hash h, bool *out) {
 
 bk_status bk_bloom_add_if_absent_hash(bk_bloom *b, bk_hash h, bool *added) {
   BK_RETURN_IF(!b || !added, BK_EINVAL);
-  /* Bits are never cleared by adds, so a key seen present stays present:
-   * that answer needs no lock. The read also brings the lines into cache
-   * before the lock is taken. */
-  if (probe_contains(b, h)) {
-    *added = false;
-    return BK_OK;
-  }
+  /* No lock-free "already present" pre-check: measured, the extra dependent
+   * read before the locked writes costs ~1.5x add on filters larger than
+   * the cache, while the lock itself (an L1-resident line) costs ~nothing. */
   uint32_t *lock = lock_for(b, h);
   spin_lock(lock);
   /* Under the key's lock no other add_if_absent of this key runs, so

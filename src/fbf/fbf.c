@@ -293,12 +293,7 @@ bk_status bk_fbf_insert(bk_fbf *f, const void *key, size_t len) {
 
 bk_status bk_fbf_insert_if_absent_hash(bk_fbf *f, bk_hash h, bool *added) {
   BK_RETURN_IF(!f || !added, BK_EINVAL);
-  /* A key found stays found until a refresh forgets it, so "present" needs
-   * no lock; "absent, now inserted" is decided once under the key's lock. */
-  if (check_hash(f, h, f->check)) {
-    *added = false;
-    return BK_OK;
-  }
+  /* "Absent, now inserted" is decided once under the key's lock. */
   uint32_t *lock = lock_for(f, h);
   spin_lock(lock);
   bool absent = !check_hash(f, h, f->check);
