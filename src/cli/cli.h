@@ -8,7 +8,8 @@
 #ifndef BLOOMKIT_SRC_CLI_CLI_H
 #define BLOOMKIT_SRC_CLI_CLI_H
 
-/** `bloomkit fbf-experiments`: the FBF thesis' Fig. 6.1-6.6 (fbf_experiments.c). */
+/** `bloomkit fbf-experiments`: the FBF thesis' Fig. 6.1-6.6
+ * (fbf_experiments.c). */
 int bk_cli_fbf_experiments(int argc, char **argv);
 
 #endif

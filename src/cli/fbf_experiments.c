@@ -32,13 +32,19 @@
  *             rate of 10 + 3.25 * time ops/s (10 -> 140 ops/s over 40 s).
  *   6.6       adaptive (Algorithm 3): start N = 1 (3 filters), m = 6250,
  *             k = 5, t = 11 s, target fpp 0.01, a tick every 1 s, period
- *             step 1 s, at most 24 filters; the rate rises linearly from
- *             RATE_66_LOW to RATE_66_PEAK ops/s over 30 s, falls back over
- *             the next 30 s and stays low until 80 s.
+ *             step 1 s, at most 24 filters (other bounds: library
+ *             defaults); the rate rises linearly from 5 to 40 ops/s over
+ *             30 s, falls back to 5 over the next 30 s and stays at 5
+ *             until 90 s. 40 ops/s is a load the FBF can hold at the
+ *             target only with t below ~7 s, so Algorithm 3 must act.
  * The time series (6.4-6.6) are sampled every 1 s of simulated time with
- * `--series-probes` fresh absent probes (default 20000, so an empirical
- * fpp below ~5e-5 reads as 0); ops_per_s is the number of elements that
- * arrived in the second before the sample.
+ * `--series-probes` fresh absent probes (default: as many as `--probes`,
+ * 200000, which still runs the whole set in ~1.5 s; an empirical fpp below
+ * 1 / probes reads as 0); ops_per_s is the number of elements that
+ * arrived in the second before the sample (the last second of 6.4 is
+ * partial: its 5000th element arrives at ~42.2 s). `--estimates` appends
+ * Eq. 4.3 columns to 6.4 and 6.5, to read the fpp where the probes are
+ * too few to see it.
  */
 #define _POSIX_C_SOURCE 200809L /* mkdir */
 
@@ -56,7 +62,6 @@
 #define PROG "bloomkit fbf-experiments"
 #define DEFAULT_SEED 20150601u
 #define DEFAULT_PROBES 200000u
-#define DEFAULT_SERIES_PROBES 20000u
 #define N_FIGURES 6u
 #define ALL_FIGURES ((1u << N_FIGURES) - 1u)
 
@@ -95,14 +100,14 @@
 #define FIG66_PERIOD_MS 11000u
 #define FIG66_TARGET_FPP 0.01
 #define FIG66_MAX_FILTERS 24u
-#define RATE_66_LOW 10.0
-#define RATE_66_PEAK 120.0
-#define RATE_66_RAMP 30.0     /* seconds up, then as many down */
-#define FIG66_DURATION_S 80u
+#define RATE_66_LOW 5.0
+#define RATE_66_PEAK 40.0
+#define RATE_66_RAMP 30.0 /* seconds up, then as many down */
+#define FIG66_DURATION_S 90u
 
 #define NO_LIMIT UINT64_MAX
 
-/* ---- errors --------------------------------------------------------------- */
+/* ---- errors -------------------------------------------------------------- */
 
 /* Every bloomkit call goes through this: on error, name the call and the
  * status, and leave through the function's `fail` label (exit status 1). */
@@ -115,7 +120,7 @@
     }                                                                      \
   } while (0)
 
-/* ---- ids: splitmix64 -------------------------------------------------------- */
+/* ---- ids: splitmix64 ----------------------------------------------------- */
 
 #define SPLITMIX_GAMMA UINT64_C(0x9e3779b97f4a7c15)
 
@@ -157,7 +162,7 @@ static bk_status hash_id(uint64_t hash_seed, uint64_t id, bk_hash *out) {
   return bk_hash_bytes(BK_HASH_XXH3, hash_seed, bytes, sizeof bytes, out);
 }
 
-/* ---- options and output ------------------------------------------------------ */
+/* ---- options and output -------------------------------------------------- */
 
 typedef struct options {
   uint64_t seed;
@@ -165,6 +170,7 @@ typedef struct options {
   uint64_t series_probes;
   const char *out_dir; /* NULL: everything to stdout */
   unsigned figures;    /* bit i: Fig. 6.(i+1) */
+  bool estimates;      /* Eq. 4.3 columns in 6.4 and 6.5 */
 } options;
 
 /* Where one figure's CSV goes: a file of its own, or stdout. */
@@ -233,7 +239,7 @@ static bk_status make_fbf(bk_fbf **out, uint64_t m_bits, unsigned n_past,
   return bk_fbf_create(out, &cfg);
 }
 
-/* ---- Fig. 6.1-6.3: one filter, one measurement -------------------------------- */
+/* ---- Fig. 6.1-6.3: one filter, one measurement --------------------------- */
 
 typedef struct sweep_result {
   double fpp_optimized;
@@ -245,8 +251,7 @@ typedef struct sweep_result {
  * basic FBF (N = 1, t = 5 s), then check o->probes absent probes (the same
  * probes for every point: the stream's probe counter is rewound). */
 static int sweep_point(const options *o, uint64_t m_bits, uint64_t n,
-                       uint64_t hash_seed, id_stream *ids,
-                       sweep_result *res) {
+                       uint64_t hash_seed, id_stream *ids, sweep_result *res) {
   bk_fbf *f = NULL;
   TRY_BK(make_fbf(&f, m_bits, 1, SWEEP_PERIOD_MS, hash_seed));
   for (uint64_t i = 0; i < n; i++) {
@@ -288,9 +293,9 @@ static int run_element_sweep(const options *o,
   return 0;
 }
 
-#define SWEEP_SETTINGS                                                      \
+#define SWEEP_SETTINGS                                                       \
   "basic FBF N=1 m=6250 k=5 t=5s not adaptive; n elements at a steady rate " \
-  "over [0,10s), checked right after the last insert (before the 10s "      \
+  "over [0,10s), checked right after the last insert (before the 10s "       \
   "refresh)"
 
 static int write_fig61(const options *o, const sweep_result *res) {
@@ -344,7 +349,7 @@ static int run_fig63(const options *o) {
   return sink_close(&s, status);
 }
 
-/* ---- Fig. 6.4-6.6: time series ---------------------------------------------- */
+/* ---- Fig. 6.4-6.6: time series ------------------------------------------- */
 
 /* A workload: the expected number of arrivals by time t (seconds). Element
  * i arrives at the first millisecond at which floor(cumulative) > i. */
@@ -386,11 +391,12 @@ typedef struct series {
   /* Write one row; fpp[i] is the empirical fpp of fbfs[i]. */
   int (*row)(const struct series *s, FILE *out, uint64_t now_ms,
              double ops_per_s, const double *fpp);
-  void *user;
+  bool estimates; /* row_plain: Eq. 4.3 columns after the empirical ones */
 } series;
 
 static int advance_all(series *s, uint64_t now_ms) {
-  for (size_t i = 0; i < s->n_fbfs; i++) TRY_BK(bk_fbf_advance(s->fbfs[i], now_ms));
+  for (size_t i = 0; i < s->n_fbfs; i++)
+    TRY_BK(bk_fbf_advance(s->fbfs[i], now_ms));
   return 0;
 fail:
   return 1;
@@ -467,8 +473,16 @@ static int row_plain(const series *s, FILE *out, uint64_t now_ms,
                      double ops_per_s, const double *fpp) {
   fprintf(out, "%g,%g", (double)now_ms / SECOND_MS, ops_per_s);
   for (size_t i = 0; i < s->n_fbfs; i++) fprintf(out, ",%.6g", fpp[i]);
+  for (size_t i = 0; s->estimates && i < s->n_fbfs; i++) {
+    double estimated;
+    TRY_BK(
+        bk_fbf_estimated_fpp(s->fbfs[i], BK_FBF_CHECK_OPTIMIZED, &estimated));
+    fprintf(out, ",%.6g", estimated);
+  }
   fputc('\n', out);
   return 0;
+fail:
+  return 1;
 }
 
 static int run_fig64(const options *o) {
@@ -482,6 +496,7 @@ static int run_fig64(const options *o) {
       .load = {cumulative_exponential, RATE_64_START, RATE_64_DOUBLING, 0.0},
       .total = FIG64_ELEMENTS,
       .row = row_plain,
+      .estimates = o->estimates,
   };
   s.duration_ms = duration_for(&s.load, s.total);
   sink out;
@@ -495,7 +510,8 @@ static int run_fig64(const options *o) {
     TRY_BK(make_fbf(&fbfs[i], FIG64_M_BITS, 1, periods_ms[i], s.hash_seed));
   fprintf(out.fp, "# sampled every 1 s with %llu fresh absent probes\n",
           (unsigned long long)o->series_probes);
-  fprintf(out.fp, "time_s,ops_per_s,fpp_t5,fpp_t3,fpp_t2,fpp_t1\n");
+  fprintf(out.fp, "time_s,ops_per_s,fpp_t5,fpp_t3,fpp_t2,fpp_t1%s\n",
+          o->estimates ? ",eq43_t5,eq43_t3,eq43_t2,eq43_t1" : "");
   status = run_series(o, &s, out.fp);
 fail:
   destroy_all(fbfs, 4);
@@ -513,6 +529,7 @@ static int run_fig65(const options *o) {
       .load = {cumulative_linear, RATE_65_START, RATE_65_SLOPE, 0.0},
       .total = FIG65_ELEMENTS,
       .row = row_plain,
+      .estimates = o->estimates,
   };
   s.duration_ms = duration_for(&s.load, s.total);
   sink out;
@@ -527,7 +544,8 @@ static int run_fig65(const options *o) {
                     s.hash_seed));
   fprintf(out.fp, "# sampled every 1 s with %llu fresh absent probes\n",
           (unsigned long long)o->series_probes);
-  fprintf(out.fp, "time_s,ops_per_s,fpp_3,fpp_6,fpp_12,fpp_24\n");
+  fprintf(out.fp, "time_s,ops_per_s,fpp_3,fpp_6,fpp_12,fpp_24%s\n",
+          o->estimates ? ",eq43_3,eq43_6,eq43_12,eq43_24" : "");
   status = run_series(o, &s, out.fp);
 fail:
   destroy_all(fbfs, 4);
@@ -550,9 +568,12 @@ fail:
 
 static const char *action_name(bk_fbf_action a) {
   switch (a) {
-    case BK_FBF_GROW: return "grow";
-    case BK_FBF_SHRINK: return "shrink";
-    case BK_FBF_MANUAL: return "manual";
+    case BK_FBF_GROW:
+      return "grow";
+    case BK_FBF_SHRINK:
+      return "shrink";
+    case BK_FBF_MANUAL:
+      return "manual";
   }
   return "unknown";
 }
@@ -608,8 +629,9 @@ static int run_fig66(const options *o) {
            "t=11s, target fpp %g, tick 1s, period step 1s, at most %u "
            "filters; rate %g -> %g ops/s over %gs, back down over %gs, then "
            "%g until %us; n_filters = filters in use",
-           FIG66_TARGET_FPP, FIG66_MAX_FILTERS, RATE_66_LOW, RATE_66_PEAK,
-           RATE_66_RAMP, RATE_66_RAMP, RATE_66_LOW, FIG66_DURATION_S);
+           FIG66_TARGET_FPP, FIG66_MAX_FILTERS, (double)RATE_66_LOW,
+           (double)RATE_66_PEAK, (double)RATE_66_RAMP, (double)RATE_66_RAMP,
+           (double)RATE_66_LOW, FIG66_DURATION_S);
   if (sink_open(o, &out, "fig6_6", description)) return 1;
   int status = 1;
   bk_fbf_config cfg = {
@@ -634,13 +656,15 @@ static int run_fig66(const options *o) {
           "time_s,ops_per_s,fpp_estimated,fpp_empirical,n_filters,"
           "refresh_period_s,target_fpp\n");
   status = run_series(o, &s, out.fp);
-  if (status == 0) status = write_trace(o, f, out.fp);
 fail:
+  status = sink_close(&out, status);
+  /* On stdout the trace follows the CSV; with --out it has its own file. */
+  if (status == 0) status = write_trace(o, f, stdout);
   bk_fbf_destroy(f);
-  return sink_close(&out, status);
+  return status;
 }
 
-/* ---- command line ------------------------------------------------------------- */
+/* ---- command line -------------------------------------------------------- */
 
 static void help(FILE *out) {
   fprintf(out,
@@ -657,7 +681,8 @@ static void help(FILE *out) {
           "  --probes N         absent probes per point of 6.1-6.3\n"
           "                     (default %u, as in the thesis)\n"
           "  --series-probes N  fresh absent probes per 1 s sample of\n"
-          "                     6.4-6.6 (default %u)\n"
+          "                     6.4-6.6 (default: as many as --probes)\n"
+          "  --estimates        append Eq. 4.3 columns (eq43_*) to 6.4, 6.5\n"
           "  -h, --help         this text\n"
           "\n"
           "figures:\n"
@@ -671,8 +696,8 @@ static void help(FILE *out) {
           "       10+3.25*time ops/s\n"
           "  6.6  adaptive: 3 filters, t=11s, target fpp %g, rate %g -> %g\n"
           "       ops/s over %g s and back; resize trace after the CSV\n",
-          DEFAULT_SEED, DEFAULT_PROBES, DEFAULT_SERIES_PROBES, FIG66_TARGET_FPP,
-          RATE_66_LOW, RATE_66_PEAK, RATE_66_RAMP);
+          DEFAULT_SEED, DEFAULT_PROBES, FIG66_TARGET_FPP, (double)RATE_66_LOW,
+          (double)RATE_66_PEAK, (double)RATE_66_RAMP);
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -734,6 +759,10 @@ static int parse_options(int argc, char **argv, options *o, bool *want_help) {
       *want_help = true;
       return 0;
     }
+    if (strcmp(arg, "--estimates") == 0) {
+      o->estimates = true;
+      continue;
+    }
     if (match_option(argc, argv, &i, "--seed", &value)) {
       if (!value || !parse_u64(value, &o->seed))
         return usage_error("--seed needs an unsigned integer, got '%s'",
@@ -745,9 +774,8 @@ static int parse_options(int argc, char **argv, options *o, bool *want_help) {
     } else if (match_option(argc, argv, &i, "--series-probes", &value)) {
       if (!value || !parse_u64(value, &o->series_probes) ||
           o->series_probes == 0)
-        return usage_error(
-            "--series-probes needs a positive integer, got '%s'",
-            value ? value : "");
+        return usage_error("--series-probes needs a positive integer, got '%s'",
+                           value ? value : "");
     } else if (match_option(argc, argv, &i, "--out", &value)) {
       if (!value || !value[0])
         return usage_error("--out needs a directory%s", "");
@@ -780,9 +808,10 @@ int bk_cli_fbf_experiments(int argc, char **argv) {
   options o = {
       .seed = DEFAULT_SEED,
       .probes = DEFAULT_PROBES,
-      .series_probes = DEFAULT_SERIES_PROBES,
+      .series_probes = 0, /* as many as probes */
       .out_dir = NULL,
       .figures = ALL_FIGURES,
+      .estimates = false,
   };
   bool want_help = false;
   int status = parse_options(argc, argv, &o, &want_help);
@@ -791,6 +820,7 @@ int bk_cli_fbf_experiments(int argc, char **argv) {
     help(stdout);
     return 0;
   }
+  if (o.series_probes == 0) o.series_probes = o.probes;
   if (o.out_dir && make_out_dir(o.out_dir)) return 1;
 
   printf("# seed %llu\n", (unsigned long long)o.seed);
