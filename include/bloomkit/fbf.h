@@ -79,7 +79,8 @@ typedef struct bk_fbf_config {
   uint64_t adapt_interval;  /**< tick period; default 1000 (1 s in ms) */
   uint64_t period_step;     /**< t -= / += step; default 1000 (1 s in ms) */
   uint64_t min_period;      /**< floor for t; default max(step, 1) */
-  uint64_t max_period;      /**< ceiling for t; default 4 t */
+  uint64_t max_period;      /**< ceiling for t; default t (never above the
+                                 configured period) */
   unsigned min_filters;     /**< floor for N + 2; default N + 2 */
   unsigned max_filters;     /**< ceiling (lane width); default N + 2, or
                                  min(4 (N + 2), 64) when adaptive */
@@ -157,12 +158,25 @@ BK_API bk_status bk_fbf_resize(bk_fbf *f, unsigned n_filters,
 
 /**
  * False positive probability of the current state from the per-filter
- * insertion counts: Eq. 4.3 for the optimized check, 1 - prod(1 - p_i) for
- * the simple one, with p_i = (1 - (1 - 1/m)^{k l_i})^k (Eq. 4.1 corrected,
- * see DESIGN.md). Errors: BK_EINVAL.
+ * insertion counts; this is what Algorithm 3 steers by. For the optimized
+ * check it is Eq. 4.3's structure (future alone, consecutive pairs, oldest
+ * alone) with p_i = (1 - (1 - 1/m)^{k l_i})^k (Eq. 4.1 corrected, see
+ * DESIGN.md), except that a pair's term accounts for the inserts the two
+ * filters share (every insert goes into two neighbours): with counts a, b
+ * and s shared, (1 - u^a - u^b + u^{a+b-s})^k, u = (1 - 1/m)^k. Eq. 4.3's
+ * independent product p_a p_b underestimates by 5-180x for N > 1; see
+ * bk_fbf_estimated_fpp_eq43. For the simple check, 1 - prod(1 - p_i).
+ * Errors: BK_EINVAL.
  */
 BK_API bk_status bk_fbf_estimated_fpp(const bk_fbf *f, bk_fbf_check check,
                                       double *out);
+
+/**
+ * The thesis' Eq. 4.3 exactly (pairs as independent products), for
+ * comparison with the experiments of the thesis. Errors: BK_EINVAL.
+ */
+BK_API bk_status bk_fbf_estimated_fpp_eq43(const bk_fbf *f, bk_fbf_check check,
+                                           double *out);
 
 /** A snapshot of an FBF's shape and state. */
 typedef struct bk_fbf_info {

@@ -319,36 +319,85 @@ static double filter_fpp(const bk_fbf *f, uint64_t inserted) {
   return p;
 }
 
-/* Eq. 4.3 over the logical filters of state `st` (or 1 - prod(1 - p_i) for
- * the simple check). */
-static double estimate(const bk_fbf *f, uint64_t st, bk_fbf_check check) {
+/* ln of u = (1 - 1/m)^k, the chance one insert leaves a given bit clear. */
+static double log_u(const bk_fbf *f) {
+  return (double)f->k * log1p(-1.0 / (double)f->m);
+}
+
+/*
+ * False positive probability of the pair (newer X, older Y) when they share
+ * `s` inserts. Eq. 4.3 multiplies p(X) p(Y) as if the filters were
+ * independent, but every insert made while X was the future went into Y
+ * too, so after a refresh the pair (present, newest past) holds the same
+ * elements and its false positive rate is about p(X), not p(X)^2 (measured:
+ * Eq. 4.3 is 5-180x low for N > 1, which made Algorithm 3 shrink under
+ * load). A bit is set in both when it is hit by a shared insert or by
+ * inserts of each alone:
+ *   P = 1 - u^a - u^b + u^{a+b-s},   pair fpp = P^k,
+ * with a, b the filters' counts and u = (1 - 1/m)^k. s = 0 gives Eq. 4.3.
+ */
+static double pair_fpp(const bk_fbf *f, uint64_t a, uint64_t b, uint64_t s) {
+  if (s > a) s = a;
+  if (s > b) s = b;
+  double lu = log_u(f);
+  /* 1 - u^a - u^b + u^{a+b-s} with u^x = 1 + expm1(x ln u), which keeps
+   * precision when the filters are nearly empty. */
+  double both = -expm1(lu * (double)a) - expm1(lu * (double)b) +
+                expm1(lu * (double)(a + b - s));
+  if (both < 0.0) both = 0.0;
+  return pow(both, (double)f->k);
+}
+
+/* Estimate over the logical filters of state `st`. `shared_aware` selects
+ * the pair term above; false gives the thesis' Eq. 4.3 exactly. The simple
+ * check is 1 - prod(1 - p_i) either way. */
+static double estimate(const bk_fbf *f, uint64_t st, bk_fbf_check check,
+                       bool shared_aware) {
   unsigned count = BK__ST_COUNT(st), head = BK__ST_HEAD(st);
   double p[BK_FBF_MAX_FILTERS] = {0};
-  for (unsigned i = 0; i < count; i++)
-    p[i] = filter_fpp(
-        f, __atomic_load_n(&f->inserted[(head + i) % f->width],
-                           __ATOMIC_RELAXED));
+  uint64_t n[BK_FBF_MAX_FILTERS] = {0}, sh[BK_FBF_MAX_FILTERS] = {0};
+  for (unsigned i = 0; i < count; i++) {
+    unsigned slot = (head + i) % f->width;
+    n[i] = __atomic_load_n(&f->inserted[slot], __ATOMIC_RELAXED);
+    sh[i] = __atomic_load_n(&f->shared[slot], __ATOMIC_RELAXED);
+    p[i] = filter_fpp(f, n[i]);
+  }
   double none = 1.0;
   if (check == BK_FBF_CHECK_SIMPLE) {
     for (unsigned i = 0; i < count; i++) none *= 1.0 - p[i];
     return 1.0 - none;
   }
   /* phi: future alone; each consecutive pair from (present, past newest) to
-   * (past_{N-1}, past oldest); past oldest alone. */
+   * (past_{N-1}, past oldest); past oldest alone (Eq. 4.3). */
   none *= 1.0 - p[0];
-  for (unsigned i = 1; i + 1 < count; i++) none *= 1.0 - p[i] * p[i + 1];
+  for (unsigned i = 1; i + 1 < count; i++) {
+    double pair = shared_aware ? pair_fpp(f, n[i], n[i + 1], sh[i])
+                               : p[i] * p[i + 1];
+    none *= 1.0 - pair;
+  }
   none *= 1.0 - p[count - 1];
   return 1.0 - none;
 }
 
-bk_status bk_fbf_estimated_fpp(const bk_fbf *f, bk_fbf_check check,
-                               double *out) {
+static bk_status estimated(const bk_fbf *f, bk_fbf_check check,
+                           bool shared_aware, double *out) {
   BK_RETURN_IF(!f || !out, BK_EINVAL);
   if (check == BK_FBF_CHECK_DEFAULT) check = f->check;
   BK_RETURN_IF(check != BK_FBF_CHECK_OPTIMIZED && check != BK_FBF_CHECK_SIMPLE,
                BK_EINVAL);
-  *out = estimate(f, __atomic_load_n(&f->state, __ATOMIC_ACQUIRE), check);
+  *out = estimate(f, __atomic_load_n(&f->state, __ATOMIC_ACQUIRE), check,
+                  shared_aware);
   return BK_OK;
+}
+
+bk_status bk_fbf_estimated_fpp(const bk_fbf *f, bk_fbf_check check,
+                               double *out) {
+  return estimated(f, check, true, out);
+}
+
+bk_status bk_fbf_estimated_fpp_eq43(const bk_fbf *f, bk_fbf_check check,
+                                    double *out) {
+  return estimated(f, check, false, out);
 }
 
 /* ---- refresh (Sec. 3.3) -------------------------------------------------- */
@@ -412,7 +461,11 @@ static bool refresh(bk_fbf *f, uint64_t now) {
   }
   unsigned new_head = head == 0 ? f->width - 1 : head - 1;
   count++; /* the new future */
-  f->became_present[slot_at(f, new_head, 1)] = now;
+  unsigned new_present = slot_at(f, new_head, 1);
+  f->became_present[new_present] = now;
+  __atomic_store_n(&f->shared[new_present],
+                   __atomic_load_n(&f->inserted[new_present], __ATOMIC_RELAXED),
+                   __ATOMIC_RELAXED);
   while (count > f->target_count && count > 3) {
     unsigned oldest = slot_at(f, new_head, count - 1);
     if (!droppable(f, oldest, now)) break;
@@ -427,6 +480,7 @@ static bool refresh(bk_fbf *f, uint64_t now) {
     if (__atomic_load_n(&f->inserted[s], __ATOMIC_RELAXED))
       to_sweep |= (uint64_t)1 << s;
     __atomic_store_n(&f->inserted[s], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->shared[s], 0, __ATOMIC_RELAXED);
   }
   publish_and_sweep(f,
                     BK__ST_MAKE(new_head, count, to_sweep != 0,
@@ -463,7 +517,7 @@ static void set_goal(bk_fbf *f, unsigned n_filters, uint64_t period) {
 
 static void adapt_tick(bk_fbf *f, uint64_t now) {
   uint64_t st = __atomic_load_n(&f->state, __ATOMIC_RELAXED);
-  double fpp = estimate(f, st, f->check);
+  double fpp = estimate(f, st, f->check, true);
   unsigned n = f->target_count;
   uint64_t t = f->refresh_period;
   if (fpp >= 0.9 * f->target_fpp) {
@@ -556,7 +610,7 @@ bk_status bk_fbf_resize(bk_fbf *f, unsigned n_filters,
   } else {
     set_goal(f, n_filters, t);
     double fpp = estimate(f, __atomic_load_n(&f->state, __ATOMIC_RELAXED),
-                          f->check);
+                          f->check, true);
     record(f, f->now, BK_FBF_MANUAL, fpp);
   }
   pthread_mutex_unlock(&f->mu);
@@ -659,8 +713,9 @@ bk_status bk_fbf_create(bk_fbf **out, const bk_fbf_config *cfg) {
   uint64_t step = cfg->period_step ? cfg->period_step : DEFAULT_PERIOD_STEP;
   uint64_t min_period = cfg->min_period ? cfg->min_period : (step < t ? step : t);
   uint64_t max_period = cfg->max_period;
-  if (!max_period)
-    max_period = t > UINT64_MAX / 4 ? UINT64_MAX : 4 * t;
+  /* By default resizing may shorten t under load and relax back to the
+   * configured t, never beyond it (an idle filter stays as configured). */
+  if (!max_period) max_period = t;
   unsigned min_filters = cfg->min_filters ? cfg->min_filters : n_filters;
   unsigned max_filters = width;
   BK_RETURN_IF(min_period > t || t > max_period, BK_EINVAL);

@@ -67,6 +67,10 @@ struct bk_fbf {
   /* control, under mu */
   pthread_mutex_t mu;
   uint64_t became_present[BK_FBF_MAX_FILTERS]; /* per physical slot */
+  /* Inserts a slot shares with the next older filter: every insert made
+   * while it was the future also went into the then-present filter, so this
+   * is its count at the moment it became the present. (atomic reads) */
+  uint64_t shared[BK_FBF_MAX_FILTERS];
   uint64_t now;
   uint64_t next_refresh;
   uint64_t refresh_period;

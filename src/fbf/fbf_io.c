@@ -4,7 +4,7 @@
  * memory of recent ids (filters, per-filter counts and ages, clock, N, t and
  * the resizing settings), in the common envelope (core/internal.h).
  *
- * Parameters after the 24-byte prefix (header length 160 + 16 W):
+ * Parameters after the 24-byte prefix (header length 160 + 24 W):
  *    24 u64 m            32 u8 k          33 u8 W (lane width)
  *    34 u8 head          35 u8 count      36 u8 target_count
  *    37 u8 min_filters   38 u8 max_filters (== W)   39 u8 hash_alg
@@ -15,7 +15,8 @@
  *   104 u64 target_fpp in units of 1e-18 (no floating point on the wire)
  *   112 u64 adapt_interval  120 u64 next_adapt  128 u64 period_step
  *   136 u64 min_period      144 u64 max_period  152 u64 generation
- *   160 u64 inserted[W]     160+8W u64 became_present[W]   (physical slots)
+ *   160 u64 inserted[W]     160+8W u64 became_present[W]
+ *   160+16W u64 shared[W]   (all three per physical slot)
  * Payload: the lane words, ceil(m * stride / 64) + 1 little-endian u64s;
  * slots outside the logical set, lane padding and the spare word are zero.
  */
@@ -28,7 +29,7 @@
 #define FPP_SCALE 1e18
 
 static uint32_t header_len_for(unsigned width) {
-  return FBF_FIXED_HEADER + 16u * width;
+  return FBF_FIXED_HEADER + 24u * width;
 }
 
 bk_status bk_fbf_serialized_size(const bk_fbf *f, size_t *out) {
@@ -80,6 +81,8 @@ bk_status bk_fbf_serialize(const bk_fbf *f, void *buf, size_t cap,
                    __atomic_load_n(&f->inserted[s], __ATOMIC_RELAXED));
     bk__store_le64(p + FBF_FIXED_HEADER + 8 * (f->width + s),
                    f->became_present[s]);
+    bk__store_le64(p + FBF_FIXED_HEADER + 8 * (2 * f->width + s),
+                   __atomic_load_n(&f->shared[s], __ATOMIC_RELAXED));
   }
   bk__words_store(p + hl, f->words, f->n_words);
   pthread_mutex_unlock(&mf->mu);
@@ -157,7 +160,9 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
   for (unsigned s = 0; s < width; s++) {
     bool in_set = ((s + width - head) % width) < count;
     uint64_t ins = bk__load_le64(p + FBF_FIXED_HEADER + 8 * s);
-    BK_RETURN_IF(!in_set && ins != 0, BK_ECORRUPT);
+    uint64_t sh = bk__load_le64(p + FBF_FIXED_HEADER + 8 * (2 * width + s));
+    BK_RETURN_IF(!in_set && (ins != 0 || sh != 0), BK_ECORRUPT);
+    BK_RETURN_IF(sh > ins, BK_ECORRUPT);
   }
   BK_RETURN_IF(!payload_clean(v.payload, m, width, stride, head, count,
                               n_words),
@@ -190,6 +195,7 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
   for (unsigned s = 0; s < width; s++) {
     f->inserted[s] = bk__load_le64(p + FBF_FIXED_HEADER + 8 * s);
     f->became_present[s] = bk__load_le64(p + FBF_FIXED_HEADER + 8 * (width + s));
+    f->shared[s] = bk__load_le64(p + FBF_FIXED_HEADER + 8 * (2 * width + s));
   }
   bk__words_load(f->words, v.payload, n_words);
   *out = f;
