@@ -399,7 +399,7 @@ typedef struct index_vector {
  * (mod 2^64), mix64 the splitmix64 finaliser of hash.h. The script checked
  * its mix64 against splitmix64's published outputs (test_reference_mix64).
  *  - #1: hi = 0x9E3779B97F4A7C15, so b = E220A8397B1DCDAF (splitmix64's
- *    first output); a wraps on the first step.
+ *    first output); a wraps around 2^64 at almost every step after i = 1.
  *  - #2: b = 0xDA26E52FA3730902; a wraps at once from 2^64 - 16.
  *  - #3: hi = unmix64(2^64 - 3), i.e. b = -3 mod 2^64: b wraps to 0 after
  *    two steps, a wraps back through 0 at i = 6.
@@ -506,7 +506,8 @@ static void test_indices_match_reference_and_range(void **state) {
     }
     /* steps b = mix64(hi) that are small or just below 2^64 (wrapping) */
     if (iter % 97 == 0) h.hi = ref_unmix64(bk_test_next(&rng) % 8);
-    if (iter % 89 == 0) h.hi = ref_unmix64((uint64_t)0 - 1 - bk_test_next(&rng) % 8);
+    if (iter % 89 == 0)
+      h.hi = ref_unmix64((uint64_t)0 - 1 - bk_test_next(&rng) % 8);
     assert_bk_ok(bk_hash_indices(h, k, range, got));
     ref_indices(h, k, range, want);
     for (unsigned i = 0; i < k; i++) {

@@ -410,10 +410,11 @@ static void test_fpp_blocked_vs_putze(void **state) {
       long double putze = ref_blocked_putze(m, k, n);
       if (!((long double)out >= putze * (1 - 1e-12L) &&
             (long double)out <= putze * 1.05L))
-        fail_msg("m %llu k %u n %llu: fpp_blocked %.9g, Putze %.9Lg "
-                 "(ratio %.6Lf, want [1, 1.05])",
-                 (unsigned long long)m, k, (unsigned long long)n, out, putze,
-                 (long double)out / putze);
+        fail_msg(
+            "m %llu k %u n %llu: fpp_blocked %.9g, Putze %.9Lg "
+            "(ratio %.6Lf, want [1, 1.05])",
+            (unsigned long long)m, k, (unsigned long long)n, out, putze,
+            (long double)out / putze);
     }
 }
 
@@ -588,14 +589,14 @@ static void test_p_capacity_huge(void **state) {
     uint64_t m;
     double p;
   } cases[] = {
-      {UINT64_MAX, 0.5},      {UINT64_MAX, 0.61},
-      {UINT64_MAX, 0.62},     {UINT64_MAX, 0.9},
-      {UINT64_MAX, 0.999999}, {(uint64_t)1 << 63, 0.9},
+      {UINT64_MAX, 0.5},        {UINT64_MAX, 0.61},
+      {UINT64_MAX, 0.62},       {UINT64_MAX, 0.9},
+      {UINT64_MAX, 0.999999},   {(uint64_t)1 << 63, 0.9},
       {(uint64_t)1 << 62, 0.5}, {(uint64_t)1 << 40, 1 - 1e-12},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    long double x = -(long double)cases[i].m * ln2sq() /
-                    logl((long double)cases[i].p);
+    long double x =
+        -(long double)cases[i].m * ln2sq() / logl((long double)cases[i].p);
     uint64_t cap = 12345;
     bk_status s = bk_params_p_capacity(cases[i].m, cases[i].p, &cap);
     char what[80];
@@ -603,9 +604,10 @@ static void test_p_capacity_huge(void **state) {
              (unsigned long long)cases[i].m, cases[i].p);
     if (x >= 18446744073709551616.0L) {
       if (s != BK_ERANGE)
-        fail_msg("%s: want BK_ERANGE (capacity %.4Lg > 2^64 - 1), got %s "
-                 "with %llu",
-                 what, x, bk_status_name(s), (unsigned long long)cap);
+        fail_msg(
+            "%s: want BK_ERANGE (capacity %.4Lg > 2^64 - 1), got %s "
+            "with %llu",
+            what, x, bk_status_name(s), (unsigned long long)cap);
     } else {
       if (s != BK_OK)
         fail_msg("%s: want BK_OK (capacity %.6Lg), got %s", what, x,

@@ -61,7 +61,17 @@ bk_status bk_params_fpp_blocked(uint64_t m_bits, unsigned k, uint64_t n,
    * Poisson(lambda)(j); sum over j within mean +- 12 standard deviations
    * (+20 for small loads: the mass outside is below 1e-30). */
   double spread = 12.0 * sqrt(lambda) + 20.0;
-  uint64_t lo = lambda > spread ? (uint64_t)(lambda - spread) : 0;
+  double lo_d = lambda > spread ? lambda - spread : 0.0;
+  /* Every block that matters holds at least lo_d keys; once k lo_d / 512
+   * exceeds 45 each such block is full to within e^-45 ~ 3e-20, so the
+   * rate is 1 in double precision. This also keeps the loops below short
+   * (they then run over at most ~2 * (12 sqrt(23040 + ...) + 20) terms)
+   * and every double-to-integer conversion in range. */
+  if ((double)k * lo_d / (double)B > 45.0) {
+    *out = 1.0;
+    return BK_OK;
+  }
+  uint64_t lo = (uint64_t)lo_d;
   uint64_t hi = (uint64_t)(lambda + spread);
 
   if ((double)hi * k > EXACT_DRAWS_MAX) {

@@ -67,16 +67,21 @@ static inline uint64_t load_lane(const bk_fbf *f, uint64_t j) {
   uint64_t bit = j * f->stride;
   uint64_t w = bit >> 6;
   unsigned off = (unsigned)(bit & 63);
-  uint64_t w0 = __atomic_load_n(&f->words[w], __ATOMIC_RELAXED);
-  uint64_t w1 = __atomic_load_n(&f->words[w + 1], __ATOMIC_RELAXED);
+  /* Acquire (free on x86): orders the reader's second look at the state
+   * after these loads, and pairs with the sweep's release stores. */
+  uint64_t w0 = __atomic_load_n(&f->words[w], __ATOMIC_ACQUIRE);
+  uint64_t w1 = __atomic_load_n(&f->words[w + 1], __ATOMIC_ACQUIRE);
   /* (w1 << 1) << (63 - off) is w1 << (64 - off), and 0 when off == 0. */
   return ((w0 >> off) | ((w1 << 1) << (63 - off))) & width_mask(f->width);
 }
 
+/* seq_cst: with the insert's seq_cst look at the state afterwards and the
+ * refresher's seq_cst state store and sweep loads, either the sweep sees
+ * this bit or the inserter sees the new state (a locked OR on x86 anyway). */
 static inline void set_slot_bit(bk_fbf *f, uint64_t j, unsigned slot) {
   uint64_t bit = j * f->stride + slot;
   __atomic_fetch_or(&f->words[bit >> 6], (uint64_t)1 << (bit & 63),
-                    __ATOMIC_RELAXED);
+                    __ATOMIC_SEQ_CST);
 }
 
 /* Rotate physical lane bits into logical order: logical p = slot head+p. */
@@ -114,8 +119,11 @@ static void sweep_chunk_words(bk_fbf *f, uint64_t c) {
   unsigned period = f->stride;
   for (uint64_t w = first, p = 0; w < last; w++) {
     uint64_t keep = f->keep_mask[p];
-    uint64_t cur = __atomic_load_n(&f->words[w], __ATOMIC_RELAXED);
-    if (cur & ~keep) __atomic_store_n(&f->words[w], cur & keep, __ATOMIC_RELAXED);
+    /* seq_cst load: the Dekker pairing with inserters (see insert);
+     * release store: a reader that sees it also sees the new state. Both
+     * are plain moves on x86. */
+    uint64_t cur = __atomic_load_n(&f->words[w], __ATOMIC_SEQ_CST);
+    if (cur & ~keep) __atomic_store_n(&f->words[w], cur & keep, __ATOMIC_RELEASE);
     if (++p == period) p = 0;
   }
 }
@@ -178,8 +186,7 @@ static bool check_hash(const bk_fbf *f, bk_hash h, bk_fbf_check check) {
   for (;;) {
     uint64_t st = __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
     uint64_t acc = probe_lanes(f, h, st);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&f->state, __ATOMIC_RELAXED) != st) continue;
+    if (__atomic_load_n(&f->state, __ATOMIC_ACQUIRE) != st) continue;
     unsigned count = BK__ST_COUNT(st);
     return decide(to_logical(acc, BK__ST_HEAD(st), f->width), count, check);
   }
@@ -205,11 +212,9 @@ static void insert_hash_raw(bk_fbf *f, bk_hash h) {
       set_slot_bit(f, lanes[i], head);
       set_slot_bit(f, lanes[i], present);
     }
-    /* Pairs with the refresher's fence between publishing a state and
-     * sweeping: either the sweep saw these bits, or this load sees the
-     * new state and the insert is redone under it. */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    uint64_t now_st = __atomic_load_n(&f->state, __ATOMIC_RELAXED);
+    /* Either the sweep saw these bits, or this load sees the new state and
+     * the insert is redone under it (all seq_cst, see set_slot_bit). */
+    uint64_t now_st = __atomic_load_n(&f->state, __ATOMIC_SEQ_CST);
     if (BK__ST_GEN(now_st) != BK__ST_GEN(st)) continue;
     __atomic_fetch_add(&f->inserted[head], 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&f->inserted[present], 1, __ATOMIC_RELAXED);
@@ -368,9 +373,13 @@ static double estimate(const bk_fbf *f, uint64_t st, bk_fbf_check check,
     return 1.0 - none;
   }
   /* phi: future alone; each consecutive pair from (present, past newest) to
-   * (past_{N-1}, past oldest); past oldest alone (Eq. 4.3). */
+   * (past_{N-1}, past oldest); past oldest alone (Eq. 4.3). The last pair
+   * contains the oldest filter, so its event is inside "oldest alone":
+   * Eq. 4.3 counts it twice (1.5x too high at N = 1); the shared-aware
+   * estimate leaves it out. */
   none *= 1.0 - p[0];
   for (unsigned i = 1; i + 1 < count; i++) {
+    if (shared_aware && i + 2 == count) break;
     double pair = shared_aware ? pair_fpp(f, n[i], n[i + 1], sh[i])
                                : p[i] * p[i + 1];
     none *= 1.0 - pair;
@@ -430,9 +439,8 @@ static void publish_and_sweep(bk_fbf *f, uint64_t next, uint64_t dropped) {
       f->keep_mask[p] = keep;
     }
   }
-  __atomic_store_n(&f->state, next, __ATOMIC_RELEASE);
-  /* Pairs with the inserters' fence after their writes (see insert). */
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  /* seq_cst: pairs with the inserters' seq_cst accesses (see insert). */
+  __atomic_store_n(&f->state, next, __ATOMIC_SEQ_CST);
   if (!dropped) return;
   uint64_t gen = BK__ST_GEN(next);
   for (uint64_t c = 0; c < f->n_chunks; c++) ensure_swept(f, c, gen);
@@ -466,7 +474,15 @@ static bool refresh(bk_fbf *f, uint64_t now) {
   __atomic_store_n(&f->shared[new_present],
                    __atomic_load_n(&f->inserted[new_present], __ATOMIC_RELAXED),
                    __ATOMIC_RELAXED);
-  while (count > f->target_count && count > 3) {
+  /* Under pressure (an adaptive FBF at or near its target), filters past
+   * what min_window needs are let go as soon as droppable() allows, goal or
+   * not: they protect no retry (clients stopped retrying those ids) and
+   * their pairs only add false positives. Without this, a grow that keeps
+   * an overloaded old filter holds the fpp above target until it slides
+   * out (measured: ~100 s over target in the Fig. 6.6 experiment). */
+  bool pressure = f->adaptive && estimate(f, st, f->check, true) >=
+                                     0.9 * f->target_fpp;
+  while ((count > f->target_count || pressure) && count > 3) {
     unsigned oldest = slot_at(f, new_head, count - 1);
     if (!droppable(f, oldest, now)) break;
     dropped |= (uint64_t)1 << oldest;
