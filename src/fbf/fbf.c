@@ -506,6 +506,11 @@ static bool refresh(bk_fbf *f, uint64_t now) {
   return true;
 }
 
+/* a + b, stuck at UINT64_MAX: a clock at the end of time has no next event. */
+static inline uint64_t sat_add(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 /* ---- adaptive resizing (Sec. 3.5, Algorithm 3) -------------------------- */
 
 static void record(bk_fbf *f, uint64_t now, bk_fbf_action action, double fpp) {
@@ -527,7 +532,8 @@ static void set_goal(bk_fbf *f, unsigned n_filters, uint64_t period) {
     /* The next refresh moves to one new period after the last one. */
     uint64_t last = f->next_refresh - f->refresh_period;
     f->refresh_period = period;
-    f->next_refresh = last + period > f->now ? last + period : f->now;
+    uint64_t next = sat_add(last, period);
+    f->next_refresh = next > f->now ? next : f->now;
   }
 }
 
@@ -560,6 +566,7 @@ static void adapt_tick(bk_fbf *f, uint64_t now) {
 
 /* ---- advance -------------------------------------------------------------- */
 
+
 static bk_status advance_locked(bk_fbf *f, uint64_t now) {
   BK_RETURN_IF(now < f->now, BK_EINVAL);
   f->now = now;
@@ -570,19 +577,21 @@ static bk_status advance_locked(bk_fbf *f, uint64_t now) {
     if (tick_due && (!refresh_due || f->next_adapt <= f->next_refresh)) {
       uint64_t at = f->next_adapt;
       adapt_tick(f, at);
-      f->next_adapt = at + f->adapt_interval;
+      f->next_adapt = sat_add(at, f->adapt_interval);
+      if (f->next_adapt == UINT64_MAX && f->next_refresh > now) break;
       continue;
     }
     uint64_t at = f->next_refresh;
     if (!refresh(f, at)) f->deferred++;
-    f->next_refresh = at + f->refresh_period;
+    f->next_refresh = sat_add(at, f->refresh_period);
+    if (f->next_refresh == UINT64_MAX) break; /* no refresh is ever due again */
     /* A long idle gap: once every filter is empty and no tick is pending,
      * further refreshes change nothing but the clock. */
     uint64_t st = __atomic_load_n(&f->state, __ATOMIC_RELAXED);
     bool empty = true;
     for (unsigned s = 0; s < f->width && empty; s++)
       if (__atomic_load_n(&f->inserted[s], __ATOMIC_RELAXED)) empty = false;
-    if (empty && !f->adaptive && BK__ST_COUNT(st) <= f->target_count &&
+    if (empty && !f->adaptive && BK__ST_COUNT(st) == f->target_count &&
         f->next_refresh <= now) {
       uint64_t skip = (now - f->next_refresh) / f->refresh_period;
       if (skip > f->width) {
