@@ -17,6 +17,7 @@
  * and inserters help with the chunks they touch (see fbf.c). */
 #define BK__FBF_CHUNK_LANES 4096u
 #define BK__FBF_TRACE_CAP 1024u
+#define BK__FBF_STRIPES 8u
 
 /*
  * The published state, one atomic word so a reader sees it whole:
@@ -62,7 +63,10 @@ struct bk_fbf {
   /* shared with readers and writers */
   uint64_t state;                        /* BK__ST_* (atomic) */
   uint64_t keep_mask[64];                /* sweep: AND masks, period stride */
-  uint64_t inserted[BK_FBF_MAX_FILTERS]; /* per physical slot (atomic) */
+  /* Inserts per physical slot, striped by key so concurrent inserters do
+   * not all bump one cache line; a slot's count is the sum of its stripes.
+   * (atomic) */
+  uint64_t inserted[BK__FBF_STRIPES][BK_FBF_MAX_FILTERS];
 
   /* control, under mu */
   pthread_mutex_t mu;
@@ -89,6 +93,18 @@ struct bk_fbf {
   bk_fbf_resize_event trace[BK__FBF_TRACE_CAP];
   size_t trace_len;  /* events ever recorded */
 };
+
+static inline uint64_t bk__fbf_count(const bk_fbf *f, unsigned slot) {
+  uint64_t total = 0;
+  for (unsigned i = 0; i < BK__FBF_STRIPES; i++)
+    total += __atomic_load_n(&f->inserted[i][slot], __ATOMIC_RELAXED);
+  return total;
+}
+
+static inline void bk__fbf_count_set(bk_fbf *f, unsigned slot, uint64_t v) {
+  for (unsigned i = 0; i < BK__FBF_STRIPES; i++)
+    __atomic_store_n(&f->inserted[i][slot], i == 0 ? v : 0, __ATOMIC_RELAXED);
+}
 
 /* Allocate an FBF with the given geometry (zeroed state). */
 bk_status bk__fbf_alloc(const bk__alloc *al, uint64_t m, unsigned k,

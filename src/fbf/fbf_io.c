@@ -78,7 +78,7 @@ bk_status bk_fbf_serialize(const bk_fbf *f, void *buf, size_t cap,
   bk__store_le64(p + 152, BK__ST_GEN(st));
   for (unsigned s = 0; s < f->width; s++) {
     bk__store_le64(p + FBF_FIXED_HEADER + 8 * s,
-                   __atomic_load_n(&f->inserted[s], __ATOMIC_RELAXED));
+                   bk__fbf_count(f, s));
     bk__store_le64(p + FBF_FIXED_HEADER + 8 * (f->width + s),
                    f->became_present[s]);
     bk__store_le64(p + FBF_FIXED_HEADER + 8 * (2 * f->width + s),
@@ -92,24 +92,32 @@ bk_status bk_fbf_serialize(const bk_fbf *f, void *buf, size_t cap,
 }
 
 /* True when every bit that must be zero is: free slots, lane padding past
- * W, bits past the last lane, and the spare word. */
+ * W, bits past the last lane, and the spare word. The allowed pattern
+ * repeats every `stride` words (64 lanes), so this is one AND a word. */
 static bool payload_clean(const unsigned char *payload, uint64_t m,
                           unsigned width, unsigned stride, unsigned head,
                           unsigned count, uint64_t n_words) {
-  uint64_t allowed_lane = 0; /* physical slots of the logical set */
+  uint64_t in_set = 0; /* physical slots of the logical set */
   for (unsigned p = 0; p < count; p++)
-    allowed_lane |= (uint64_t)1 << ((head + p) % width);
-  uint64_t lane_bits = m * stride;
-  for (uint64_t w = 0; w < n_words; w++) {
-    uint64_t v = bk__load_le64(payload + 8 * w);
-    if (!v) continue;
+    in_set |= (uint64_t)1 << ((head + p) % width);
+  uint64_t allowed[64] = {0};
+  for (unsigned p = 0; p < stride; p++)
     for (unsigned b = 0; b < 64; b++) {
-      if (!((v >> b) & 1)) continue;
-      uint64_t bit = w * 64 + b;
-      if (bit >= lane_bits) return false;
-      unsigned slot = (unsigned)(bit % stride);
-      if (slot >= width || !((allowed_lane >> slot) & 1)) return false;
+      unsigned slot = (unsigned)(((uint64_t)p * 64 + b) % stride);
+      if (slot < width && ((in_set >> slot) & 1))
+        allowed[p] |= (uint64_t)1 << b;
     }
+  uint64_t lane_bits = m * stride;
+  uint64_t full_words = lane_bits / 64;
+  for (uint64_t w = 0, p = 0; w < n_words; w++) {
+    uint64_t v = bk__load_le64(payload + 8 * w);
+    uint64_t ok = allowed[p];
+    if (w >= full_words) {
+      unsigned tail = w == full_words ? (unsigned)(lane_bits & 63) : 0;
+      ok &= tail ? (((uint64_t)1 << tail) - 1) : 0;
+    }
+    if (v & ~ok) return false;
+    if (++p == stride) p = 0;
   }
   return true;
 }
@@ -193,7 +201,7 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
   f->min_filters = min_f;
   f->max_filters = max_f;
   for (unsigned s = 0; s < width; s++) {
-    f->inserted[s] = bk__load_le64(p + FBF_FIXED_HEADER + 8 * s);
+    bk__fbf_count_set(f, s, bk__load_le64(p + FBF_FIXED_HEADER + 8 * s));
     f->became_present[s] = bk__load_le64(p + FBF_FIXED_HEADER + 8 * (width + s));
     f->shared[s] = bk__load_le64(p + FBF_FIXED_HEADER + 8 * (2 * width + s));
   }
