@@ -6,10 +6,14 @@
 #include "benches.h"
 #include "shim.h"
 
-static void register_all(void) { bk_bench_register_bloom(); }
+static void register_all(void) {
+  bk_bench_register_bloom();
+  bk_bench_register_fbf();
+}
 
 int main(int argc, char **argv) {
   int status = bk_bench_main(argc, argv, register_all);
   bk_bench_release_bloom();
+  bk_bench_release_fbf();
   return status;
 }

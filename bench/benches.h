@@ -10,4 +10,9 @@
 void bk_bench_register_bloom(void);
 void bk_bench_release_bloom(void);
 
+/* bench_fbf.c: bk_fbf at N = 1, 6, 30 (64 MiB of lanes) against a bk_bloom
+ * of the same m and k. */
+void bk_bench_register_fbf(void);
+void bk_bench_release_fbf(void);
+
 #endif

@@ -1,0 +1,918 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Benchmarks of bk_fbf, the Forgetful Bloom Filter, at N = 1, 6 and 30 past
+ * filters, each against a bk_bloom of the same m and k measured in the same
+ * run, and the issue's targets for them.
+ *
+ * Sizes. Each FBF holds FBF_MIB (64) MiB of lanes: its N + 2 constituent
+ * filters of m bits each, (N + 2) m / 8 bytes in all, so
+ * m = floor(64 Mi * 8 / (N + 2)) bits (178956970, 67108864 and 16777216 bits
+ * for N = 1, 6, 30), k = 7. The comparison bloom is BK_BLOOM_STANDARD with
+ * the same m and k, so m / 8 bytes (21, 8 and 2 MiB: much of it in cache,
+ * where the FBF's 64 MiB of lanes is not), filled with its p-capacity at
+ * p = 0.01, n = floor(m (ln 2)^2 / -ln p) keys (9.59 bits/key, ~52% of the
+ * bits set), as bench_bloom.c fills its filters. --bk_quick: 1 MiB of lanes.
+ *
+ * Filling the FBF. An insert goes into the future and the present filter,
+ * so a filter holds two refresh periods of inserts. For every constituent
+ * filter to hold n ids (the bloom's fill, about half its bits set), the FBF
+ * is created at time 0 with refresh period 1 (fixed N, min_window default),
+ * then N + 3 periods of n / 2 distinct ids each are inserted (bk_fbf_insert,
+ * FILL_THREADS threads) with one bk_fbf_advance by one period between
+ * periods (N + 2 refreshes). The present and every past filter then hold two
+ * periods (~52% of their bits set) and the future one period (~30%), as at
+ * the end of a refresh period; bk_fbf_info_get checks this, and the fill
+ * line on stderr reports it with the fill time. Ids found by the check are
+ * not inserted (Algorithm 1), so a filter holds slightly fewer than n.
+ *
+ * Keys are 8-byte integers, hashed by each filter with its seeded XXH3:
+ *
+ *   filled    i                  period p holds i in [p n/2, (p+1) n/2);
+ *                                the bloom holds [0, n)
+ *   absent    r | 2^63           r from the generator: never inserted
+ *   fresh     2^62 | j           j = 0, 1, 2, ...: new ids to insert
+ *
+ * The benchmarks of one N, in run order (groups "fbf 64MiB N=6", ...):
+ *
+ *   bloom/contains_absent, fbf/contains_absent
+ *       single-key lookups of absent keys on the filled filters, keys
+ *       independent of earlier answers (throughput), as the single-key rows
+ *       of bench_bloom.c. Baseline: the bloom. The FBF row also reports
+ *       est_fpp (bk_fbf_estimated_fpp, to compare with its hit_rate),
+ *       mem_ratio = bk_fbf_info.memory / ((N + 2) m / 8) and
+ *       mem_const_B = memory - (N + 2) m / 8 (bytes).
+ *   dep/bloom/contains_absent, dep/fbf/contains_absent
+ *       the same, each key derived from the previous answer (latency).
+ *   bloom/add_if_absent, fbf/insert_if_absent
+ *       fresh ids, on a scratch copy of the filled bloom and on the FBF.
+ *       Like bench_bloom.c's adds, each resets its filter (timer paused) once
+ *       it has taken FRESH_PERCENT % of n fresh ids, and the position in the
+ *       fresh ids carries over between runs, so both cycle through their
+ *       filled state plus fewer than FRESH_PERCENT % n fresh ids (for the
+ *       FBF: in its future and present filters).
+ *   memset_filter, fbf/refresh
+ *       fbf/refresh times one bk_fbf_advance by one period, which performs
+ *       exactly one refresh: it drops the oldest filter and sweeps its bit
+ *       out of every lane (reads all 64 MiB, writes back the words holding
+ *       a set bit of it). From the filled state, N + 1 refreshes in a row
+ *       each drop a filter holding two periods (the oldest past, ..., the
+ *       former present); then the FBF is reset (timer paused), so every
+ *       timed refresh drops a populated filter. The first run checks with
+ *       bk_fbf_info_get that each advance refreshed once, none deferred.
+ *       The baseline memset_filter is a memset of one constituent filter's
+ *       m / 8 bytes, what dropping a filter stored on its own costs; it
+ *       rotates through N + 2 such buffers (64 MiB in all, like the lanes)
+ *       rather than clearing one buffer that stays in cache.
+ *
+ * Resets restore a snapshot of the filled FBF (see "resets" below): the
+ * FBF has no copy or clear, bk_fbf_deserialize of 64 MiB takes seconds and
+ * refilling longer, while a restore is a ~64 MiB memcpy.
+ */
+#define _GNU_SOURCE /* MADV_HUGEPAGE */
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "benches.h"
+#include "bloomkit/bloom.h"
+#include "bloomkit/fbf.h"
+#include "bloomkit/params.h"
+#include "shim.h"
+
+#define MIB ((uint64_t)1 << 20)
+#define FBF_MIB 64u      /* lanes of each FBF */
+#define QUICK_FBF_MIB 1u /* --bk_quick */
+#define DESIGN_K 7u
+#define TARGET_FPP 0.01
+#define FILL_THREADS 2
+#define MIN_TIME 0.2          /* seconds per benchmark */
+#define FRESH_PERCENT 1u      /* fresh ids per reset, % of n */
+#define PERIOD 1u             /* refresh period, FBF time units */
+#define CONTAINS_LIMIT 2.0    /* fbf contains absent / bloom contains absent */
+#define INSERT_LIMIT 2.0      /* fbf insert_if_absent / bloom add_if_absent */
+#define MEMORY_LIMIT 1.1      /* memory / ((N + 2) m / 8) */
+
+#define ABSENT_TAG ((uint64_t)1 << 63)
+#define FRESH_TAG ((uint64_t)1 << 62)
+
+#define BK_BENCH_INLINE static inline __attribute__((always_inline))
+
+/* ---- the generator (as bench_bloom.c) ------------------------------------ */
+
+static inline uint64_t splitmix64(uint64_t *state) {
+  uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+static uint64_t stream_seed(uint64_t tag) {
+  uint64_t s = bk_bench_seed() ^ (tag * UINT64_C(0xd1342543de82ef95));
+  return splitmix64(&s);
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- resets: a snapshotting allocator ----------------------------------- *
+ *
+ * The FBF has no copy or clear operation, deserializing 64 MiB takes seconds
+ * and refilling longer, so a reset restores a snapshot instead: the FBF is
+ * created with an allocator that records every block it hands out (the
+ * struct, the lanes, the chunk epochs, the locks: all of the FBF's state),
+ * the filled state is copied block by block, and a reset copies it back
+ * (a ~64 MiB memcpy, with no thread inside the FBF). Right after filling,
+ * the restore is checked against the public API: the FBF is serialized,
+ * refreshed and inserted into, restored and serialized again, and the two
+ * images must be byte-identical; if the FBF ever kept state outside its
+ * allocator, the benchmarks that reset fail instead of measuring a wrong
+ * state. Blocks of 4 MiB or more are 2 MiB aligned and advised
+ * MADV_HUGEPAGE, as the library does for its own large regions. */
+
+#define SNAP_MAX_BLOCKS 16
+#define SNAP_HUGE ((size_t)2 << 20)
+
+typedef struct snap_block {
+  void *ptr;
+  size_t size;
+  void *copy; /* the snapshot of the block, or NULL */
+} snap_block;
+
+typedef struct snap_alloc {
+  snap_block block[SNAP_MAX_BLOCKS];
+  unsigned n;
+  bool have_snapshot;
+} snap_alloc;
+
+static void *snap_raw_alloc(size_t size) {
+  if (size < 2 * SNAP_HUGE) return malloc(size);
+  void *p = NULL;
+  if (posix_memalign(&p, SNAP_HUGE, size) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+  (void)madvise(p, size & ~(SNAP_HUGE - 1), MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
+static void *snap_malloc(void *ctx, size_t size) {
+  snap_alloc *sa = ctx;
+  if (sa->n == SNAP_MAX_BLOCKS) return NULL;
+  void *p = snap_raw_alloc(size);
+  if (p) sa->block[sa->n++] = (snap_block){p, size, NULL};
+  return p;
+}
+
+static snap_block *snap_find(snap_alloc *sa, const void *p) {
+  for (unsigned i = 0; i < sa->n; i++)
+    if (sa->block[i].ptr == p) return &sa->block[i];
+  return NULL;
+}
+
+static void snap_free(void *ctx, void *p) {
+  snap_alloc *sa = ctx;
+  if (!p) return;
+  snap_block *b = snap_find(sa, p);
+  if (b) {
+    free(b->copy);
+    *b = sa->block[--sa->n];
+    sa->have_snapshot = false; /* the set of blocks changed */
+  }
+  free(p);
+}
+
+static void *snap_realloc(void *ctx, void *p, size_t size) {
+  snap_alloc *sa = ctx;
+  if (!p) return snap_malloc(ctx, size);
+  snap_block *b = snap_find(sa, p);
+  void *q = realloc(p, size);
+  if (q && b) {
+    free(b->copy);
+    *b = (snap_block){q, size, NULL};
+    sa->have_snapshot = false;
+  }
+  return q;
+}
+
+/* Copy every block. */
+static bk_status snap_take(snap_alloc *sa) {
+  for (unsigned i = 0; i < sa->n; i++) {
+    snap_block *b = &sa->block[i];
+    free(b->copy);
+    b->copy = snap_raw_alloc(b->size);
+    if (!b->copy) {
+      sa->have_snapshot = false;
+      return BK_ENOMEM;
+    }
+    memcpy(b->copy, b->ptr, b->size);
+  }
+  sa->have_snapshot = true;
+  return BK_OK;
+}
+
+/* Put every block back as it was at snap_take. */
+static bk_status snap_restore(snap_alloc *sa) {
+  if (!sa->have_snapshot) return BK_EINVAL;
+  for (unsigned i = 0; i < sa->n; i++)
+    memcpy(sa->block[i].ptr, sa->block[i].copy, sa->block[i].size);
+  return BK_OK;
+}
+
+/* ---- the cases ----------------------------------------------------------- */
+
+typedef enum op {
+  OP_BLOOM_CONTAINS_ABSENT,
+  OP_FBF_CONTAINS_ABSENT,
+  OP_BLOOM_CONTAINS_ABSENT_DEP,
+  OP_FBF_CONTAINS_ABSENT_DEP,
+  OP_BLOOM_ADD_IF_ABSENT,
+  OP_FBF_INSERT_IF_ABSENT,
+  OP_MEMSET_FILTER,
+  OP_FBF_REFRESH,
+  OP_COUNT
+} op;
+
+/* Name suffix (after "fbf/<size>/N<n>/") and group suffix of each op. */
+static const char *const op_names[OP_COUNT] = {
+    "bloom/contains_absent",     "fbf/contains_absent",
+    "dep/bloom/contains_absent", "dep/fbf/contains_absent",
+    "bloom/add_if_absent",       "fbf/insert_if_absent",
+    "memset_filter",             "fbf/refresh"};
+static const char *const op_groups[OP_COUNT] = {
+    "", "", " dependent", " dependent", " insert", " insert", " refresh",
+    " refresh"};
+static const bool op_baseline[OP_COUNT] = {true,  false, true,  false,
+                                           true,  false, true,  false};
+
+enum { N_CASES = 3 };
+static const unsigned n_pasts[N_CASES] = {1, 6, 30};
+
+typedef struct fbf_case {
+  unsigned n_past, n_filters; /* N, N + 2 */
+  uint64_t lane_bytes;        /* (N + 2) m / 8 */
+  uint64_t m_bits;
+  uint64_t n_keys;     /* keys per constituent filter; the bloom's fill */
+  uint64_t per_period; /* n_keys / 2 */
+  uint64_t fresh_budget;
+  /* the FBF, the snapshot of its filled state, and what happened to it
+   * since the last reset */
+  bk_fbf *fbf;
+  snap_alloc snap;    /* the FBF's allocator: its blocks and their copies */
+  uint64_t image_now; /* the clock of the filled state */
+  uint64_t now;
+  uint64_t fresh_used; /* fresh ids inserted since the reset */
+  unsigned refreshed;  /* refreshes since the reset */
+  bool refresh_verified;
+  double mem_ratio, mem_const;
+  /* the bloom of the same m and k, and its scratch copy for adds */
+  bk_bloom *bloom, *scratch;
+  uint64_t bloom_fresh_used;
+  /* memset_filter: n_filters buffers of clear_bytes, one after another */
+  unsigned char *clear_buf;
+  uint64_t clear_bytes, clear_next;
+  uint64_t rng[OP_COUNT];
+  bool failed;
+  char error[200];
+} fbf_case;
+
+typedef struct bench_arg {
+  fbf_case *fc;
+  op which;
+} bench_arg;
+
+static fbf_case cases[N_CASES];
+static bench_arg args[N_CASES][OP_COUNT];
+static uint64_t fbf_mib = FBF_MIB;
+
+static void release_case(fbf_case *fc) {
+  bk_fbf_destroy(fc->fbf); /* frees its blocks and their snapshot copies */
+  bk_bloom_destroy(fc->bloom);
+  bk_bloom_destroy(fc->scratch);
+  free(fc->clear_buf);
+  fc->fbf = NULL;
+  fc->bloom = fc->scratch = NULL;
+  fc->clear_buf = NULL;
+}
+
+/* Cases run one after another (registration order): building one frees
+ * the others, so at most one case's filters are held at a time. */
+static void release_others(const fbf_case *keep) {
+  for (int i = 0; i < N_CASES; i++)
+    if (&cases[i] != keep) release_case(&cases[i]);
+}
+
+static bool fail(fbf_case *fc, bk_bench_state *st, const char *what,
+                 bk_status s) {
+  fc->failed = true;
+  snprintf(fc->error, sizeof fc->error, "N=%u: %s: %s", fc->n_past, what,
+           bk_strerror(s));
+  bk_bench_skip(st, fc->error);
+  return false;
+}
+
+/* ---- filling ------------------------------------------------------------- */
+
+typedef struct fill_job {
+  bk_fbf *fbf;     /* insert into this FBF ... */
+  bk_bloom *bloom; /* ... or add to this bloom */
+  uint64_t first, end;
+  bk_status status;
+} fill_job;
+
+static void *fill_range(void *p) {
+  fill_job *job = p;
+  job->status = BK_OK;
+  for (uint64_t key = job->first; key < job->end; key++) {
+    bk_status s = job->fbf ? bk_fbf_insert(job->fbf, &key, sizeof key)
+                           : bk_bloom_add(job->bloom, &key, sizeof key);
+    if (s != BK_OK) {
+      job->status = s;
+      break;
+    }
+  }
+  return NULL;
+}
+
+/* Insert keys [first, end) with FILL_THREADS threads (inserts and adds are
+ * thread-safe). */
+static bk_status fill(bk_fbf *fbf, bk_bloom *bloom, uint64_t first,
+                      uint64_t end) {
+  fill_job jobs[FILL_THREADS];
+  pthread_t threads[FILL_THREADS];
+  bool started[FILL_THREADS] = {false};
+  uint64_t n = end - first;
+  for (int t = 0; t < FILL_THREADS; t++) {
+    jobs[t].fbf = fbf;
+    jobs[t].bloom = bloom;
+    jobs[t].first = first + n * (uint64_t)t / FILL_THREADS;
+    jobs[t].end = first + n * (uint64_t)(t + 1) / FILL_THREADS;
+    jobs[t].status = BK_OK;
+    if (t > 0)
+      started[t] = pthread_create(&threads[t], NULL, fill_range, &jobs[t]) == 0;
+  }
+  fill_range(&jobs[0]);
+  bk_status status = jobs[0].status;
+  for (int t = 1; t < FILL_THREADS; t++) {
+    if (started[t])
+      pthread_join(threads[t], NULL);
+    else
+      fill_range(&jobs[t]);
+    if (jobs[t].status != BK_OK) status = jobs[t].status;
+  }
+  return status;
+}
+
+/* Create, fill, check and serialize the FBF on first use. */
+static bool ensure_fbf(fbf_case *fc, bk_bench_state *st) {
+  if (fc->failed) {
+    bk_bench_skip(st, fc->error);
+    return false;
+  }
+  if (fc->fbf) return true;
+  release_others(fc);
+
+  bk_fbf_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.m_bits = fc->m_bits;
+  cfg.k = DESIGN_K;
+  cfg.n_past = fc->n_past;
+  cfg.refresh_period = PERIOD;
+  cfg.start_time = 0;
+  cfg.seed = bk_bench_seed();
+  static const bk_allocator snap_allocator = {snap_malloc, snap_realloc,
+                                              snap_free, NULL};
+  bk_allocator allocator = snap_allocator;
+  allocator.ctx = &fc->snap;
+  cfg.allocator = &allocator; /* copied by create; fc->snap outlives it */
+  bk_fbf *f = NULL;
+  bk_status s = bk_fbf_create(&f, &cfg);
+  if (s != BK_OK) return fail(fc, st, "bk_fbf_create", s);
+
+  double t0 = now_seconds();
+  uint64_t now = 0;
+  for (unsigned p = 0; s == BK_OK && p < fc->n_filters + 1; p++) {
+    if (p > 0) s = bk_fbf_advance(f, now += PERIOD);
+    if (s == BK_OK)
+      s = fill(f, NULL, (uint64_t)p * fc->per_period,
+               (uint64_t)(p + 1) * fc->per_period);
+  }
+  double t1 = now_seconds();
+  if (s != BK_OK) {
+    bk_fbf_destroy(f);
+    return fail(fc, st, "filling the FBF", s);
+  }
+
+  /* Check the shape: N + 2 filters, N + 2 refreshes, the next one due one
+   * period on (so advancing by one period refreshes exactly once), and how
+   * full each filter is. */
+  bk_fbf_info info;
+  s = bk_fbf_info_get(f, &info);
+  double t2 = now_seconds();
+  if (s != BK_OK) {
+    bk_fbf_destroy(f);
+    return fail(fc, st, "bk_fbf_info_get", s);
+  }
+  double full_min = 1, full_max = 0;
+  uint64_t ins_min = UINT64_MAX;
+  for (unsigned p = 1; p < info.n_filters; p++) {
+    double full = (double)info.set_bits[p] / (double)fc->m_bits;
+    if (full < full_min) full_min = full;
+    if (full > full_max) full_max = full;
+    if (info.inserted[p] < ins_min) ins_min = info.inserted[p];
+  }
+  double future_full = (double)info.set_bits[0] / (double)fc->m_bits;
+  if (info.m_bits != fc->m_bits || info.k != DESIGN_K ||
+      info.n_filters != fc->n_filters || info.max_filters != fc->n_filters ||
+      info.refreshes != fc->n_filters || info.deferred != 0 ||
+      info.now != now || info.next_refresh != now + PERIOD ||
+      full_min < 0.4 || full_max > 0.6) {
+    bk_fbf_destroy(f);
+    fc->failed = true;
+    snprintf(fc->error, sizeof fc->error,
+             "N=%u: FBF not as filled: m=%llu k=%u filters=%u/%u "
+             "refreshes=%llu deferred=%llu fill %.3f..%.3f",
+             fc->n_past, (unsigned long long)info.m_bits, info.k,
+             info.n_filters, info.max_filters,
+             (unsigned long long)info.refreshes,
+             (unsigned long long)info.deferred, full_min, full_max);
+    bk_bench_skip(st, fc->error);
+    return false;
+  }
+  fc->mem_ratio = (double)info.memory / (double)fc->lane_bytes;
+  fc->mem_const = (double)info.memory - (double)fc->lane_bytes;
+
+  /* Snapshot, then check a restore: serialize, dirty the FBF the ways the
+   * benchmarks do (a refresh, fresh inserts), restore, serialize again. */
+  size_t len = 0, len2 = 0;
+  void *image = NULL, *image2 = NULL;
+  double t3 = t2, t4 = t2;
+  s = snap_take(&fc->snap);
+  if (s == BK_OK) s = bk_fbf_serialized_size(f, &len);
+  if (s == BK_OK) {
+    image = malloc(len);
+    image2 = malloc(len);
+    if (!image || !image2) s = BK_ENOMEM;
+  }
+  if (s == BK_OK) s = bk_fbf_serialize(f, image, len, &len);
+  if (s == BK_OK) s = bk_fbf_advance(f, now + PERIOD);
+  for (uint64_t i = 0; s == BK_OK && i < 1000; i++) {
+    uint64_t key = FRESH_TAG | ((uint64_t)1 << 40) | i;
+    bool added;
+    s = bk_fbf_insert_if_absent(f, &key, sizeof key, &added);
+  }
+  if (s == BK_OK) {
+    t3 = now_seconds();
+    s = snap_restore(&fc->snap);
+    t4 = now_seconds();
+  }
+  if (s == BK_OK) s = bk_fbf_serialize(f, image2, len, &len2);
+  bool same = s == BK_OK && len2 == len && memcmp(image, image2, len) == 0;
+  free(image);
+  free(image2);
+  if (!same) {
+    bk_fbf_destroy(f);
+    if (s == BK_OK) s = BK_ECORRUPT;
+    return fail(fc, st, "snapshot restore of the FBF is not exact", s);
+  }
+  fprintf(stderr,
+          "[bench] filled fbf N=%u %.1fMiB: m=%llu bits, k=%u, %u periods "
+          "of %llu ids (>= %llu inserted per filter) in %.1f s; set bits: "
+          "present+past %.3f..%.3f, future %.3f; memory %zu B (%.4f x lanes); "
+          "info_get %.2f s, reset (restore) %.3f s\n",
+          fc->n_past, (double)fc->lane_bytes / (double)MIB,
+          (unsigned long long)fc->m_bits, DESIGN_K, fc->n_filters + 1,
+          (unsigned long long)fc->per_period, (unsigned long long)ins_min,
+          t1 - t0, full_min, full_max, future_full, info.memory,
+          fc->mem_ratio, t2 - t1, t4 - t3);
+  fc->fbf = f;
+  fc->image_now = now;
+  fc->now = now;
+  fc->fresh_used = 0;
+  fc->refreshed = 0;
+  return true;
+}
+
+/* Back to the filled state. */
+static bk_status reset_fbf(fbf_case *fc) {
+  bk_status s = snap_restore(&fc->snap);
+  fc->now = fc->image_now;
+  fc->fresh_used = 0;
+  fc->refreshed = 0;
+  return s;
+}
+
+/* A benchmark that needs the filled state without refreshes (`fresh_ok`:
+ * with some fresh ids allowed) resets the FBF first if need be. */
+static bool ensure_fbf_state(fbf_case *fc, bk_bench_state *st, bool fresh_ok,
+                             bool refresh_ok) {
+  if (!ensure_fbf(fc, st)) return false;
+  if ((fc->fresh_used && !fresh_ok) || (fc->refreshed && !refresh_ok)) {
+    bk_status s = reset_fbf(fc);
+    if (s != BK_OK) return fail(fc, st, "FBF reset (snapshot restore)", s);
+  }
+  return true;
+}
+
+static bk_bloom_config bloom_config(const fbf_case *fc) {
+  bk_bloom_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.m_bits = fc->m_bits;
+  cfg.capacity = fc->n_keys;
+  cfg.fpp = TARGET_FPP;
+  cfg.k = DESIGN_K;
+  cfg.layout = BK_BLOOM_STANDARD;
+  cfg.seed = bk_bench_seed();
+  return cfg;
+}
+
+static bool ensure_bloom(fbf_case *fc, bk_bench_state *st) {
+  if (fc->failed) {
+    bk_bench_skip(st, fc->error);
+    return false;
+  }
+  if (fc->bloom) return true;
+  release_others(fc);
+  bk_bloom_config cfg = bloom_config(fc);
+  bk_bloom *b = NULL;
+  bk_status s = bk_bloom_create(&b, &cfg);
+  if (s != BK_OK) return fail(fc, st, "bk_bloom_create", s);
+  bk_bloom_info info;
+  s = bk_bloom_info_get(b, &info);
+  if (s != BK_OK || info.m_bits != fc->m_bits || info.k != DESIGN_K) {
+    bk_bloom_destroy(b);
+    return fail(fc, st, "bloom is not m, k as configured",
+                s != BK_OK ? s : BK_EINVAL);
+  }
+  double t0 = now_seconds();
+  s = fill(NULL, b, 0, fc->n_keys);
+  if (s != BK_OK) {
+    bk_bloom_destroy(b);
+    return fail(fc, st, "bk_bloom_add while filling", s);
+  }
+  double fpp = 0;
+  bk_bloom_fill_fpp(b, &fpp);
+  fprintf(stderr,
+          "[bench] filled standard bloom for fbf N=%u: m=%llu bits, k=%u, "
+          "n=%llu keys (fill fpp %.4f) in %.1f s\n",
+          fc->n_past, (unsigned long long)fc->m_bits, DESIGN_K,
+          (unsigned long long)fc->n_keys, fpp, now_seconds() - t0);
+  fc->bloom = b;
+  return true;
+}
+
+static bool ensure_scratch(fbf_case *fc, bk_bench_state *st) {
+  if (!ensure_bloom(fc, st)) return false;
+  if (fc->scratch) return true;
+  bk_bloom_config cfg = bloom_config(fc);
+  bk_bloom *b = NULL;
+  bk_status s = bk_bloom_create(&b, &cfg);
+  if (s == BK_OK) s = bk_bloom_merge(b, fc->bloom);
+  if (s != BK_OK) {
+    bk_bloom_destroy(b);
+    return fail(fc, st, "bloom scratch copy", s);
+  }
+  fc->scratch = b;
+  fc->bloom_fresh_used = 0;
+  return true;
+}
+
+static bool ensure_clear_buf(fbf_case *fc, bk_bench_state *st) {
+  if (fc->failed) {
+    bk_bench_skip(st, fc->error);
+    return false;
+  }
+  if (fc->clear_buf) return true;
+  release_others(fc);
+  fc->clear_bytes = (fc->m_bits + 7) / 8;
+  fc->clear_buf = malloc(fc->clear_bytes * fc->n_filters);
+  if (!fc->clear_buf) return fail(fc, st, "memset buffers", BK_ENOMEM);
+  memset(fc->clear_buf, 1, fc->clear_bytes * fc->n_filters); /* fault in */
+  fc->clear_next = 0;
+  return true;
+}
+
+/* ---- the benchmark bodies ------------------------------------------------ */
+
+BK_BENCH_INLINE void bloom_contains_absent(bk_bench_state *st, fbf_case *fc,
+                                           uint64_t *rng, bool dependent) {
+  const bk_bloom *b = fc->bloom;
+  uint64_t state = *rng, n, hits = 0;
+  int bad = 0;
+  while ((n = bk_bench_batch(st)) != 0) {
+    for (uint64_t r = 0; r < n; r++) {
+      uint64_t key = splitmix64(&state) | ABSENT_TAG;
+      bool found = false;
+      bad |= bk_bloom_contains(b, &key, sizeof key, &found);
+      hits += found;
+      if (dependent) state += found;
+    }
+  }
+  *rng = state;
+  uint64_t iters = bk_bench_iterations(st);
+  bk_bench_sink_u64(hits);
+  if (bad)
+    bk_bench_skip(st, "bk_bloom_contains failed");
+  else
+    bk_bench_counter(st, "hit_rate", iters ? (double)hits / (double)iters : 0);
+}
+
+BK_BENCH_INLINE void fbf_contains_absent(bk_bench_state *st, fbf_case *fc,
+                                         uint64_t *rng, bool dependent) {
+  const bk_fbf *f = fc->fbf;
+  uint64_t state = *rng, n, hits = 0;
+  int bad = 0;
+  while ((n = bk_bench_batch(st)) != 0) {
+    for (uint64_t r = 0; r < n; r++) {
+      uint64_t key = splitmix64(&state) | ABSENT_TAG;
+      bool found = false;
+      bad |= bk_fbf_contains(f, &key, sizeof key, &found);
+      hits += found;
+      if (dependent) state += found;
+    }
+  }
+  *rng = state;
+  uint64_t iters = bk_bench_iterations(st);
+  bk_bench_sink_u64(hits);
+  if (bad) {
+    bk_bench_skip(st, "bk_fbf_contains failed");
+    return;
+  }
+  bk_bench_counter(st, "hit_rate", iters ? (double)hits / (double)iters : 0);
+  if (!dependent) {
+    double est = 0;
+    if (bk_fbf_estimated_fpp(f, BK_FBF_CHECK_DEFAULT, &est) == BK_OK)
+      bk_bench_counter(st, "est_fpp", est);
+    bk_bench_counter(st, "mem_ratio", fc->mem_ratio);
+    bk_bench_counter(st, "mem_const_B", fc->mem_const);
+  }
+}
+
+static void bloom_add_if_absent(bk_bench_state *st, fbf_case *fc) {
+  bk_bloom *b = fc->scratch;
+  const uint64_t budget = fc->fresh_budget;
+  uint64_t used = fc->bloom_fresh_used, n, added = 0;
+  int bad = 0;
+  while ((n = bk_bench_batch(st)) != 0) {
+    for (uint64_t r = 0; r < n; r++) {
+      if (used == budget) {
+        bk_bench_pause(st);
+        bad |= bk_bloom_intersect(b, fc->bloom);
+        used = 0;
+        bk_bench_resume(st);
+      }
+      uint64_t key = FRESH_TAG | used++;
+      bool was_added = false;
+      bad |= bk_bloom_add_if_absent(b, &key, sizeof key, &was_added);
+      added += was_added;
+    }
+  }
+  fc->bloom_fresh_used = used;
+  uint64_t iters = bk_bench_iterations(st);
+  if (bad)
+    bk_bench_skip(st, "bk_bloom_add_if_absent or the scratch reset failed");
+  else
+    bk_bench_counter(st, "new_rate", iters ? (double)added / (double)iters : 0);
+}
+
+static void fbf_insert_if_absent(bk_bench_state *st, fbf_case *fc) {
+  bk_fbf *f = fc->fbf;
+  const uint64_t budget = fc->fresh_budget;
+  uint64_t used = fc->fresh_used, n, added = 0;
+  int bad = 0;
+  while ((n = bk_bench_batch(st)) != 0) {
+    for (uint64_t r = 0; r < n; r++) {
+      if (used == budget) {
+        bk_bench_pause(st);
+        bk_status s = reset_fbf(fc);
+        f = fc->fbf;
+        used = 0;
+        bk_bench_resume(st);
+        if (s != BK_OK) {
+          fail(fc, st, "FBF reset (snapshot restore)", s);
+          return; /* the batch is left unfinished: the run is an error */
+        }
+      }
+      uint64_t key = FRESH_TAG | used++;
+      bool was_added = false;
+      bad |= bk_fbf_insert_if_absent(f, &key, sizeof key, &was_added);
+      added += was_added;
+    }
+  }
+  fc->fresh_used = used;
+  uint64_t iters = bk_bench_iterations(st);
+  if (bad)
+    bk_bench_skip(st, "bk_fbf_insert_if_absent failed");
+  else
+    bk_bench_counter(st, "new_rate", iters ? (double)added / (double)iters : 0);
+}
+
+static void memset_filter(bk_bench_state *st, fbf_case *fc) {
+  unsigned char *buf = fc->clear_buf;
+  const uint64_t bytes = fc->clear_bytes, slices = fc->n_filters;
+  uint64_t i = fc->clear_next, n;
+  while ((n = bk_bench_batch(st)) != 0) {
+    for (uint64_t r = 0; r < n; r++) {
+      memset(buf + (i % slices) * bytes, 0, bytes);
+      i++;
+    }
+    bk_bench_sink_u64((uint64_t)(uintptr_t)buf);
+  }
+  fc->clear_next = i;
+}
+
+static void fbf_refresh(bk_bench_state *st, fbf_case *fc) {
+  /* Refreshes i = 1 .. N + 1 after the filled state drop the filters that
+   * hold two periods; the FBF is reset before any more. */
+  const unsigned populated = fc->n_past + 1;
+  uint64_t n;
+  int bad = 0;
+  while ((n = bk_bench_batch(st)) != 0) {
+    for (uint64_t r = 0; r < n; r++) {
+      if (fc->refreshed == populated) {
+        bk_bench_pause(st);
+        bk_status s = reset_fbf(fc);
+        bk_bench_resume(st);
+        if (s != BK_OK) {
+          fail(fc, st, "FBF reset (snapshot restore)", s);
+          return;
+        }
+      }
+      fc->now += PERIOD;
+      bad |= bk_fbf_advance(fc->fbf, fc->now);
+      fc->refreshed++;
+    }
+  }
+  if (bad) {
+    bk_bench_skip(st, "bk_fbf_advance failed");
+    return;
+  }
+  if (!fc->refresh_verified) {
+    /* Once per case: every advance refreshed exactly once, none deferred
+     * (timer stopped; info_get walks every lane). */
+    bk_fbf_info info;
+    bk_status s = bk_fbf_info_get(fc->fbf, &info);
+    if (s != BK_OK || info.refreshes != fc->n_filters + fc->refreshed ||
+        info.deferred != 0) {
+      bk_bench_skip(st, "bk_fbf_advance did not refresh exactly once");
+      return;
+    }
+    fc->refresh_verified = true;
+  }
+}
+
+static void bench_fbf(bk_bench_state *st, void *p) {
+  bench_arg *arg = p;
+  fbf_case *fc = arg->fc;
+  switch (arg->which) {
+    case OP_BLOOM_CONTAINS_ABSENT:
+      if (ensure_bloom(fc, st))
+        bloom_contains_absent(st, fc, &fc->rng[arg->which], false);
+      break;
+    case OP_BLOOM_CONTAINS_ABSENT_DEP:
+      if (ensure_bloom(fc, st))
+        bloom_contains_absent(st, fc, &fc->rng[arg->which], true);
+      break;
+    case OP_FBF_CONTAINS_ABSENT:
+      if (ensure_fbf_state(fc, st, false, false))
+        fbf_contains_absent(st, fc, &fc->rng[arg->which], false);
+      break;
+    case OP_FBF_CONTAINS_ABSENT_DEP:
+      if (ensure_fbf_state(fc, st, false, false))
+        fbf_contains_absent(st, fc, &fc->rng[arg->which], true);
+      break;
+    case OP_BLOOM_ADD_IF_ABSENT:
+      if (ensure_scratch(fc, st)) bloom_add_if_absent(st, fc);
+      break;
+    case OP_FBF_INSERT_IF_ABSENT:
+      if (ensure_fbf_state(fc, st, true, false)) fbf_insert_if_absent(st, fc);
+      break;
+    case OP_MEMSET_FILTER:
+      if (ensure_clear_buf(fc, st)) memset_filter(st, fc);
+      break;
+    case OP_FBF_REFRESH:
+      if (ensure_fbf_state(fc, st, false, true)) fbf_refresh(st, fc);
+      break;
+    case OP_COUNT:
+      break;
+  }
+}
+
+/* ---- registration -------------------------------------------------------- */
+
+static void bench_name(char *out, size_t cap, const fbf_case *fc, op o) {
+  snprintf(out, cap, "fbf/%lluMiB/N%u/%s", (unsigned long long)fbf_mib,
+           fc->n_past, op_names[o]);
+}
+
+static void register_targets(void) {
+  char label[160], num[96], den[96];
+  for (int c = 0; c < N_CASES; c++) {
+    const fbf_case *fc = &cases[c];
+    unsigned N = fc->n_past;
+    unsigned long long mib = (unsigned long long)fbf_mib;
+    snprintf(label, sizeof label,
+             "fbf contains absent vs standard bloom same m, k=7, %llu MiB, "
+             "N=%u (independent)",
+             mib, N);
+    bench_name(num, sizeof num, fc, OP_FBF_CONTAINS_ABSENT);
+    bench_name(den, sizeof den, fc, OP_BLOOM_CONTAINS_ABSENT);
+    bk_bench_target(label, num, den, CONTAINS_LIMIT);
+  }
+  for (int c = 0; c < N_CASES; c++) {
+    const fbf_case *fc = &cases[c];
+    snprintf(label, sizeof label,
+             "fbf contains absent vs standard bloom same m, k=7, %llu MiB, "
+             "N=%u (dependent)",
+             (unsigned long long)fbf_mib, fc->n_past);
+    bench_name(num, sizeof num, fc, OP_FBF_CONTAINS_ABSENT_DEP);
+    bench_name(den, sizeof den, fc, OP_BLOOM_CONTAINS_ABSENT_DEP);
+    bk_bench_info_ratio(label, num, den);
+  }
+  for (int c = 0; c < N_CASES; c++) {
+    const fbf_case *fc = &cases[c];
+    snprintf(label, sizeof label,
+             "fbf insert_if_absent vs bloom add_if_absent, fresh ids, %llu "
+             "MiB, N=%u",
+             (unsigned long long)fbf_mib, fc->n_past);
+    bench_name(num, sizeof num, fc, OP_FBF_INSERT_IF_ABSENT);
+    bench_name(den, sizeof den, fc, OP_BLOOM_ADD_IF_ABSENT);
+    bk_bench_target(label, num, den, INSERT_LIMIT);
+  }
+  for (int c = 0; c < N_CASES; c++) {
+    const fbf_case *fc = &cases[c];
+    snprintf(label, sizeof label,
+             "fbf memory <= 1.1 x (N+2) m/8 + const, %llu MiB, N=%u",
+             (unsigned long long)fbf_mib, fc->n_past);
+    bench_name(num, sizeof num, fc, OP_FBF_CONTAINS_ABSENT);
+    bk_bench_target_counter(label, num, "mem_ratio", MEMORY_LIMIT,
+                            "mem_const_B");
+  }
+  for (int c = 0; c < N_CASES; c++) {
+    const fbf_case *fc = &cases[c];
+    snprintf(label, sizeof label,
+             "fbf refresh (one advance) vs memset of one filter (m/8 B), "
+             "%llu MiB, N=%u",
+             (unsigned long long)fbf_mib, fc->n_past);
+    bench_name(num, sizeof num, fc, OP_FBF_REFRESH);
+    bench_name(den, sizeof den, fc, OP_MEMSET_FILTER);
+    bk_bench_info_ratio(label, num, den);
+  }
+  bk_bench_note(
+      "fbf: N+2 filters of m = 64 Mi*8/(N+2) bits in lanes (64 MiB of lanes;\n"
+      "  1 MiB with --bk_quick), k=7, each holding the bloom's p-capacity n\n"
+      "  (~52% of bits set; the future ~30%). The bloom rows: a standard\n"
+      "  bk_bloom of the same m and k, m/8 bytes, so for larger N mostly in\n"
+      "  cache while the FBF's lanes are not. Both take fresh ids from their\n"
+      "  filled state, reset every 1% of n. est_fpp: bk_fbf_estimated_fpp,\n"
+      "  to compare with the measured hit_rate. mem_ratio = bk_fbf_info.memory\n"
+      "  / ((N+2) m/8), mem_const_B = memory - (N+2) m/8; the memory targets\n"
+      "  pass when mem_ratio <= 1.1. fbf refresh: one bk_fbf_advance doing\n"
+      "  one refresh that sweeps a populated filter out of all lanes, against\n"
+      "  a memset of m/8 bytes (informational).");
+}
+
+void bk_bench_register_fbf(void) {
+  if (bk_bench_quick()) fbf_mib = QUICK_FBF_MIB;
+  char name[96], group[64];
+  for (int c = 0; c < N_CASES; c++) {
+    fbf_case *fc = &cases[c];
+    fc->n_past = n_pasts[c];
+    fc->n_filters = fc->n_past + 2;
+    fc->m_bits = fbf_mib * MIB * 8 / fc->n_filters;
+    fc->lane_bytes = fc->m_bits * fc->n_filters / 8;
+    if (bk_params_p_capacity(fc->m_bits, TARGET_FPP, &fc->n_keys) != BK_OK ||
+        fc->n_keys < 2) {
+      fc->failed = true;
+      snprintf(fc->error, sizeof fc->error, "bk_params_p_capacity failed");
+      fc->n_keys = 2;
+    }
+    fc->per_period = fc->n_keys / 2;
+    fc->fresh_budget = fc->n_keys * FRESH_PERCENT / 100;
+    if (fc->fresh_budget < 1024) fc->fresh_budget = 1024;
+    for (int o = 0; o < OP_COUNT; o++) {
+      fc->rng[o] = stream_seed(5000 + (uint64_t)(c * 100 + o));
+      args[c][o].fc = fc;
+      args[c][o].which = (op)o;
+    }
+    /* Registration order is run order: one case at a time. */
+    for (int o = 0; o < OP_COUNT; o++) {
+      snprintf(group, sizeof group, "fbf %lluMiB N=%u%s",
+               (unsigned long long)fbf_mib, fc->n_past, op_groups[o]);
+      bench_name(name, sizeof name, fc, (op)o);
+      bk_bench_opts opts = {.group = group, .baseline = op_baseline[o],
+                            .min_time = MIN_TIME};
+      bk_bench_register(name, bench_fbf, &args[c][o], &opts);
+    }
+  }
+  register_targets();
+}
+
+void bk_bench_release_fbf(void) {
+  for (int c = 0; c < N_CASES; c++) release_case(&cases[c]);
+}
