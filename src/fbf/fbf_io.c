@@ -162,6 +162,20 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
                BK_ECORRUPT);
   BK_RETURN_IF(gen >= ((uint64_t)1 << 43), BK_ECORRUPT);
   BK_RETURN_IF(min_window > UINT64_MAX / 2, BK_ECORRUPT);
+  /* The schedule must be what an FBF can be in after an advance: the next
+   * refresh (and tick, when adaptive) no earlier than the clock and at most
+   * one period ahead; a stale one would make the first advance replay an
+   * unbounded number of refreshes. */
+  uint64_t now = bk__load_le64(p + 56);
+  uint64_t next_refresh = bk__load_le64(p + 64);
+  uint64_t next_adapt = bk__load_le64(p + 120);
+  /* (UINT64_MAX means "never again": the clock reached the end of time.) */
+  BK_RETURN_IF(next_refresh < now || (next_refresh - now > max_period &&
+                                      next_refresh != UINT64_MAX),
+               BK_ECORRUPT);
+  BK_RETURN_IF(adaptive && (next_adapt < now || (next_adapt - now > interval &&
+                                                 next_adapt != UINT64_MAX)),
+               BK_ECORRUPT);
   unsigned stride = width > 57 ? 64 : width;
   uint64_t n_words = (m * stride + 63) / 64 + 1;
   BK_RETURN_IF(v.payload_len != n_words * 8, BK_ECORRUPT);
