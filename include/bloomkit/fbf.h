@@ -138,6 +138,16 @@ BK_API bk_status bk_fbf_contains_with(const bk_fbf *f, bk_hash h,
  */
 BK_API bk_status bk_fbf_advance(bk_fbf *f, uint64_t now);
 
+/*
+ * Resizing notes. A grow raises the goal for N + 2 (filters are then kept
+ * longer, DESIGN.md erratum) and shortens t; a shrink lowers the goal and
+ * lengthens t, within the floors and ceilings. Refreshes move the actual
+ * count toward the goal, dropping a filter only when it holds nothing
+ * younger than min_window. In addition, while an adaptive FBF's estimate is
+ * at or above 0.9 target, refreshes drop every filter that min_window does
+ * not need (those protect no retry and only add false positives).
+ */
+
 /**
  * Run one Algorithm 3 tick now, whether or not the filter is adaptive and
  * whether or not a tick is due: grow when the estimated fpp is at least
@@ -163,8 +173,10 @@ BK_API bk_status bk_fbf_resize(bk_fbf *f, unsigned n_filters,
  * alone) with p_i = (1 - (1 - 1/m)^{k l_i})^k (Eq. 4.1 corrected, see
  * DESIGN.md), except that a pair's term accounts for the inserts the two
  * filters share (every insert goes into two neighbours): with counts a, b
- * and s shared, (1 - u^a - u^b + u^{a+b-s})^k, u = (1 - 1/m)^k. Eq. 4.3's
- * independent product p_a p_b underestimates by 5-180x for N > 1; see
+ * and s shared, (1 - u^a - u^b + u^{a+b-s})^k, u = (1 - 1/m)^k, and that
+ * the last pair (which contains the oldest filter) is left out, its event
+ * being inside "oldest alone". Eq. 4.3's independent product p_a p_b
+ * underestimates by 5-180x for N > 1 and counts the last pair twice; see
  * bk_fbf_estimated_fpp_eq43. For the simple check, 1 - prod(1 - p_i).
  * Errors: BK_EINVAL.
  */

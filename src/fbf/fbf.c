@@ -35,8 +35,11 @@
  *     erases a bit written under the new state;
  *   - a reader masks the new future's bit in chunks not yet swept, because
  *     there the slot still holds the dropped filter's bits;
- *   - an inserter that wrote under an older state re-inserts under the new
- *     one (its earlier bits may have met a sweep), and only then counts.
+ *   - an insert registers in its generation's in-flight count before it
+ *     writes; a refresh, after publishing, waits for the previous
+ *     generation's inserts to drain before clearing anything (a grace
+ *     period), so no insert that read an old state writes into a slot
+ *     being cleared, and its bits and counts land where its state said.
  * Every refresh is therefore atomic to readers and writers: a check sees
  * the old or the new filter set, and an insert is in the future and present
  * filters of the state it finished in.
@@ -75,15 +78,6 @@ static inline uint64_t load_lane(const bk_fbf *f, uint64_t j) {
   return ((w0 >> off) | ((w1 << 1) << (63 - off))) & width_mask(f->width);
 }
 
-/* seq_cst: with the insert's seq_cst look at the state afterwards and the
- * refresher's seq_cst state store and sweep loads, either the sweep sees
- * this bit or the inserter sees the new state (a locked OR on x86 anyway). */
-static inline void set_slot_bit(bk_fbf *f, uint64_t j, unsigned slot) {
-  uint64_t bit = j * f->stride + slot;
-  __atomic_fetch_or(&f->words[bit >> 6], (uint64_t)1 << (bit & 63),
-                    __ATOMIC_SEQ_CST);
-}
-
 /* Rotate physical lane bits into logical order: logical p = slot head+p. */
 static inline uint64_t to_logical(uint64_t lane, unsigned head, unsigned w) {
   if (!head) return lane;
@@ -119,10 +113,10 @@ static void sweep_chunk_words(bk_fbf *f, uint64_t c) {
   unsigned period = f->stride;
   for (uint64_t w = first, p = 0; w < last; w++) {
     uint64_t keep = f->keep_mask[p];
-    /* seq_cst load: the Dekker pairing with inserters (see insert);
-     * release store: a reader that sees it also sees the new state. Both
-     * are plain moves on x86. */
-    uint64_t cur = __atomic_load_n(&f->words[w], __ATOMIC_SEQ_CST);
+    /* The chunk is claimed and the previous generation's inserts have
+     * drained, so nobody writes these words meanwhile. Release store: a
+     * reader that sees it also sees the new state (a plain move on x86). */
+    uint64_t cur = __atomic_load_n(&f->words[w], __ATOMIC_RELAXED);
     __atomic_store_n(&f->words[w], cur & keep, __ATOMIC_RELEASE);
     if (++p == period) p = 0;
   }
@@ -209,30 +203,32 @@ static bool check_hash(const bk_fbf *f, bk_hash h, bk_fbf_check check) {
 }
 
 /* Set the future and present bits of lane j; one locked OR when both
- * land in one word (the usual case), none when they are already set. */
+ * land in one word (the usual case), none when they are already set. A bit
+ * found set stays set: only a later refresh could clear it, and that waits
+ * for this insert (see insert_hash_raw). */
 static inline void set_lane_bits(bk_fbf *f, uint64_t j, unsigned future,
                                  unsigned present) {
   uint64_t bf = j * f->stride + future, bp = j * f->stride + present;
   uint64_t wf = bf >> 6, wp = bp >> 6;
   uint64_t mf = (uint64_t)1 << (bf & 63), mp = (uint64_t)1 << (bp & 63);
-  /* seq_cst loads too (plain moves on x86), so "already set" takes part in
-   * the same ordering argument as a write would. */
   if (wf == wp) {
     uint64_t mask = mf | mp;
-    if ((__atomic_load_n(&f->words[wf], __ATOMIC_SEQ_CST) & mask) != mask)
-      __atomic_fetch_or(&f->words[wf], mask, __ATOMIC_SEQ_CST);
+    if ((__atomic_load_n(&f->words[wf], __ATOMIC_RELAXED) & mask) != mask)
+      __atomic_fetch_or(&f->words[wf], mask, __ATOMIC_RELAXED);
     return;
   }
-  if (!(__atomic_load_n(&f->words[wf], __ATOMIC_SEQ_CST) & mf))
-    __atomic_fetch_or(&f->words[wf], mf, __ATOMIC_SEQ_CST);
-  if (!(__atomic_load_n(&f->words[wp], __ATOMIC_SEQ_CST) & mp))
-    __atomic_fetch_or(&f->words[wp], mp, __ATOMIC_SEQ_CST);
+  if (!(__atomic_load_n(&f->words[wf], __ATOMIC_RELAXED) & mf))
+    __atomic_fetch_or(&f->words[wf], mf, __ATOMIC_RELAXED);
+  if (!(__atomic_load_n(&f->words[wp], __ATOMIC_RELAXED) & mp))
+    __atomic_fetch_or(&f->words[wp], mp, __ATOMIC_RELAXED);
 }
 
 /* Put the key into the future and present filters of the current state.
- * The ORs are seq_cst (see set_slot_bit); a bit found already set needs no
- * write, because bits of the state's future and present are only ever
- * cleared by a sweep of a later state, which the re-check below catches. */
+ * The insert registers in its generation's in-flight count and re-reads
+ * the state (seq_cst both): either the refresher's wait sees it, or it sees
+ * the new state and starts over. Registered, it finishes under its state
+ * before any later refresh clears a slot, so its bits and counts always
+ * land in that state's future and present. */
 static void insert_hash_raw(bk_fbf *f, bk_hash h) {
   uint64_t lanes[BK_K_MAX];
   uint64_t a = h.lo, s = bk__mix64(h.hi);
@@ -242,22 +238,27 @@ static void insert_hash_raw(bk_fbf *f, bk_hash h) {
     a += s;
     s += i + 1;
   }
+  unsigned stripe = (unsigned)(h.hi % BK__FBF_STRIPES);
   for (;;) {
     uint64_t st = __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
+    uint64_t gen = BK__ST_GEN(st);
+    uint64_t *active = &f->active[gen & 1][stripe][0];
+    __atomic_fetch_add(active, 1, __ATOMIC_SEQ_CST);
+    if (BK__ST_GEN(__atomic_load_n(&f->state, __ATOMIC_SEQ_CST)) != gen) {
+      __atomic_fetch_sub(active, 1, __ATOMIC_RELEASE);
+      continue;
+    }
     unsigned head = BK__ST_HEAD(st);
     unsigned present = head + 1 == f->width ? 0 : head + 1;
     if (BK__ST_SWEEP(st))
       for (unsigned i = 0; i < f->k; i++)
-        ensure_swept(f, chunk_of(lanes[i]), BK__ST_GEN(st));
+        ensure_swept(f, chunk_of(lanes[i]), gen);
     for (unsigned i = 0; i < f->k; i++)
       set_lane_bits(f, lanes[i], head, present);
-    /* Either the sweep saw these bits, or this load sees the new state and
-     * the insert is redone under it (all seq_cst, see set_slot_bit). */
-    uint64_t now_st = __atomic_load_n(&f->state, __ATOMIC_SEQ_CST);
-    if (BK__ST_GEN(now_st) != BK__ST_GEN(st)) continue;
-    uint64_t *stripe = f->inserted[h.hi % BK__FBF_STRIPES];
-    __atomic_fetch_add(&stripe[head], 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&stripe[present], 1, __ATOMIC_RELAXED);
+    uint64_t *counts = f->inserted[stripe];
+    __atomic_fetch_add(&counts[head], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&counts[present], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(active, 1, __ATOMIC_RELEASE);
     return;
   }
 }
@@ -479,8 +480,21 @@ static void publish_and_sweep(bk_fbf *f, uint64_t next, uint64_t dropped) {
       f->keep_mask[p] = keep;
     }
   }
-  /* seq_cst: pairs with the inserters' seq_cst accesses (see insert). */
+  /* seq_cst: pairs with the inserters' registration (see insert). */
   __atomic_store_n(&f->state, next, __ATOMIC_SEQ_CST);
+  /* Grace period: inserts registered under the previous generation finish
+   * before anything is cleared. (Older generations drained at the previous
+   * refresh, which waited the same way.) */
+  uint64_t old_parity = (BK__ST_GEN(next) - 1) & 1;
+  for (unsigned i = 0; i < BK__FBF_STRIPES; i++)
+    for (unsigned spins = 0;
+         __atomic_load_n(&f->active[old_parity][i][0], __ATOMIC_ACQUIRE);
+         spins++) {
+      if (spins > 64)
+        sched_yield();
+      else
+        cpu_relax();
+    }
   if (!dropped) return;
   uint64_t gen = BK__ST_GEN(next);
   for (uint64_t c = 0; c < f->n_chunks; c++) ensure_swept(f, c, gen);

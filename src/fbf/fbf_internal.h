@@ -67,6 +67,11 @@ struct bk_fbf {
    * not all bump one cache line; a slot's count is the sum of its stripes.
    * (atomic) */
   uint64_t inserted[BK__FBF_STRIPES][BK_FBF_MAX_FILTERS];
+  /* Inserts in flight, by the parity of the generation they write under
+   * and by stripe: a refresh waits for the previous generation's to drain
+   * before it clears anything (a grace period), so no insert that read an
+   * old state can write into a slot being cleared. (atomic) */
+  uint64_t active[2][BK__FBF_STRIPES][8]; /* [..][8]: one line a stripe */
 
   /* control, under mu */
   pthread_mutex_t mu;

@@ -96,8 +96,11 @@ bk_status bk_rbf_hash(const bk_rbf *r, const void *key, size_t len,
 static void count_insert(bk_rbf *r) {
   uint64_t n = __atomic_add_fetch(&r->inserted, 1, __ATOMIC_RELAXED);
   if (n == r->threshold) {
+    /* bk_bloom_clear uses atomic word stores, so concurrent adds are never
+     * torn; they land before or after the clear. Subtracting (not storing
+     * 0) keeps the inserts counted while the clear ran. */
     (void)bk_bloom_clear(r->bloom);
-    __atomic_store_n(&r->inserted, 0, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&r->inserted, r->threshold, __ATOMIC_RELAXED);
     __atomic_fetch_add(&r->recycles, 1, __ATOMIC_RELAXED);
   }
 }

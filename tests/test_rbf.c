@@ -1,0 +1,565 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for bk_rbf (include/bloomkit/rbf.h), the Recyclable Bloom Filter
+ * baseline of the FBF thesis (Sec. 6.4.4): the recycle threshold against an
+ * independent computation, recycling exactly at the threshold, membership
+ * before and after a recycle, insert_if_absent semantics (sequential and
+ * under a two-thread race), the estimated fpp against Eq. 4.1 and against
+ * the empirical rate, every bad argument, and allocation-failure injection.
+ *
+ * Run a subset with BK_TEST_FILTER=<cmocka glob>; BK_TEST_SEED overrides the
+ * seed (printed at start).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#include "bloomkit/hash.h"
+#include "bloomkit/params.h"
+#include "bloomkit/rbf.h"
+#include "core/internal.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
+    !defined(__OPTIMIZE__)
+#define SLOW_BUILD 1
+#else
+#define SLOW_BUILD 0
+#endif
+
+#define SEED_FALLBACK 0x4BF5EEDull
+static uint64_t test_seed(uint64_t salt) {
+  return bk_test_seed(SEED_FALLBACK) ^ salt;
+}
+
+static char sentinel_storage;
+#define SENTINEL ((bk_rbf *)(void *)&sentinel_storage)
+
+/* Ids of keys never inserted (inserted ids stay below 2^62). */
+#define ABSENT_TAG ((uint64_t)1 << 63)
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static bk_rbf *make(const bk_rbf_config *cfg) {
+  bk_rbf *r = NULL;
+  bk_status s = bk_rbf_create(&r, cfg);
+  if (s != BK_OK) fail_msg("bk_rbf_create: %s", bk_status_name(s));
+  assert_non_null(r);
+  return r;
+}
+
+static bk_hash hash_id(const bk_rbf *r, uint64_t id) {
+  unsigned char kb[8];
+  bk_hash h;
+  bk__store_le64(kb, id);
+  assert_bk_ok(bk_rbf_hash(r, kb, sizeof kb, &h));
+  return h;
+}
+
+static bool has(const bk_rbf *r, bk_hash h) {
+  bool out = false;
+  assert_bk_ok(bk_rbf_contains_hash(r, h, &out));
+  return out;
+}
+
+static bool add_new(bk_rbf *r, bk_hash h) {
+  bool added = false;
+  assert_bk_ok(bk_rbf_insert_if_absent_hash(r, h, &added));
+  return added;
+}
+
+static bk_rbf_info info_of(const bk_rbf *r) {
+  bk_rbf_info in;
+  assert_bk_ok(bk_rbf_info_get(r, &in));
+  return in;
+}
+
+static double est_of(const bk_rbf *r) {
+  double p = -1.0;
+  assert_bk_ok(bk_rbf_estimated_fpp(r, &p));
+  return p;
+}
+
+/* Eq. 4.1 as corrected in DESIGN.md, written independently of params.c:
+ * (1 - (1 - 1/m)^{k l})^k. */
+static double eq41(uint64_t m, unsigned k, uint64_t l) {
+  return pow(1.0 - pow(1.0 - 1.0 / (double)m, (double)k * (double)l),
+             (double)k);
+}
+
+/* The threshold from its definition, by inverting Eq. 4.1: the smallest l
+ * with (1 - (1 - 1/m)^{k l})^k >= target is
+ * ceil(ln(1 - target^{1/k}) / (k ln(1 - 1/m))). */
+static uint64_t threshold_closed_form(uint64_t m, unsigned k, double target) {
+  double l =
+      log1p(-pow(target, 1.0 / k)) / ((double)k * log1p(-1.0 / (double)m));
+  return (uint64_t)ceil(l);
+}
+
+/* ---- the threshold ------------------------------------------------------ */
+
+static void check_threshold(const bk_rbf_config *cfg, uint64_t m, unsigned k,
+                            double target) {
+  bk_rbf *r = make(cfg);
+  bk_rbf_info in = info_of(r);
+  assert_int_equal(in.m_bits, m);
+  assert_int_equal(in.k, k);
+  assert_int_equal(in.inserted, 0);
+  assert_int_equal(in.recycles, 0);
+  uint64_t th = in.threshold;
+  assert_true(th >= 1);
+  /* Exactly the smallest count whose bk_params_fpp reaches the target. */
+  double p_at = 0, p_below = 0;
+  assert_bk_ok(bk_params_fpp(m, k, th, &p_at));
+  assert_bk_ok(bk_params_fpp(m, k, th - 1, &p_below));
+  if (!(p_at >= target && p_below < target))
+    fail_msg(
+        "m=%llu k=%u target=%g: threshold %llu, fpp there %.17g, one "
+        "below %.17g",
+        (unsigned long long)m, k, target, (unsigned long long)th, p_at,
+        p_below);
+  /* And the closed form agrees (to one count where rounding decides). */
+  uint64_t cf = threshold_closed_form(m, k, target);
+  if (cf != th) {
+    double edge = eq41(m, k, cf < th ? th - 1 : th);
+    if (!(cf + 1 == th || th + 1 == cf) || fabs(edge - target) > 1e-9 * target)
+      fail_msg("m=%llu k=%u target=%g: threshold %llu, closed form %llu",
+               (unsigned long long)m, k, target, (unsigned long long)th,
+               (unsigned long long)cf);
+  }
+  assert_true(fabs(eq41(m, k, th) - p_at) <= 1e-9 * p_at);
+  assert_true(in.memory >= m / 8);
+  bk_rbf_destroy(r);
+}
+
+static void test_threshold(void **state) {
+  (void)state;
+  struct {
+    uint64_t m;
+    unsigned k;
+    double target;
+  } cases[] = {
+      {6250, 5, 0.01},  {1u << 16, 7, 0.001}, {1000, 3, 0.5},
+      {64, 1, 0.999},   {1u << 20, 10, 1e-6}, {100000, 4, 0.05},
+      {1000, 2, 1e-12}, {5000, 64, 0.3},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    bk_rbf_config cfg = {
+        .m_bits = cases[i].m, .k = cases[i].k, .target_fpp = cases[i].target};
+    check_threshold(&cfg, cases[i].m, cases[i].k, cases[i].target);
+  }
+  /* target defaults to fpp. */
+  bk_rbf_config cfg = {.m_bits = 6250, .k = 5, .fpp = 0.02};
+  check_threshold(&cfg, 6250, 5, 0.02);
+  /* Sized by capacity and fpp like a bk_bloom; target = fpp. */
+  uint64_t m;
+  unsigned k;
+  assert_bk_ok(bk_params_optimal(1000, 0.01, &m, &k));
+  bk_rbf_config cap = {.capacity = 1000, .fpp = 0.01};
+  check_threshold(&cap, m, k, 0.01);
+  /* ... and the threshold sits near the capacity it was sized for. */
+  bk_rbf *r = make(&cap);
+  uint64_t th = info_of(r).threshold;
+  assert_true(th >= 950 && th <= 1050);
+  bk_rbf_destroy(r);
+  /* Defaults: fpp 0.01. */
+  bk_rbf_config def = {.m_bits = 6250, .k = 5};
+  check_threshold(&def, 6250, 5, 0.01);
+}
+
+/* ---- recycling ------------------------------------------------------------
+ */
+
+/* Distinct keys until two recycles: the count is the number of keys told
+ * new (a key already found adds nothing and is not counted); the insert
+ * that brings it to the threshold clears the filter, so right after it
+ * every key is absent, the estimate is 0, and keys are new again. */
+static void test_recycle(void **state) {
+  (void)state;
+  bk_rbf_config cfg = {
+      .m_bits = 6250, .k = 5, .target_fpp = 0.01, .seed = test_seed(1)};
+  bk_rbf *r = make(&cfg);
+  const uint64_t th = info_of(r).threshold;
+  uint64_t *ids = malloc(th * sizeof *ids);
+  assert_non_null(ids);
+  uint64_t next_id = 0, skipped = 0;
+  for (unsigned round = 1; round <= 2; round++) {
+    uint64_t added = 0;
+    if (round == 2) {
+      /* A key forgotten by the first recycle is new again. */
+      assert_true(add_new(r, hash_id(r, ids[0])));
+      added = 1;
+    }
+    while (added < th) {
+      bk_rbf_info in = info_of(r);
+      assert_int_equal(in.inserted, added);
+      assert_int_equal(in.recycles, round - 1);
+      double want = eq41(6250, 5, added);
+      assert_true(fabs(est_of(r) - want) <= 1e-12 + 1e-9 * want);
+      bk_hash h = hash_id(r, next_id);
+      bool was = has(r, h);
+      bool now_added = add_new(r, h);
+      assert_true(now_added == !was);
+      if (!now_added) {
+        /* A false positive at insert: nothing added, nothing counted. */
+        skipped++;
+        assert_int_equal(info_of(r).inserted, added);
+        next_id++;
+        continue;
+      }
+      ids[added++] = next_id++;
+      if (added < th) {
+        /* No false negatives before the recycle. */
+        assert_true(has(r, h));
+        if (added % 50 == 0)
+          for (uint64_t i = 0; i < added; i++)
+            assert_true(has(r, hash_id(r, ids[i])));
+        assert_true(est_of(r) < 0.01);
+      }
+    }
+    /* The threshold-th insert recycled: everything is forgotten. */
+    bk_rbf_info in = info_of(r);
+    assert_int_equal(in.recycles, round);
+    assert_int_equal(in.inserted, 0);
+    assert_true(est_of(r) == 0.0);
+    for (uint64_t i = 0; i < th; i++)
+      if (has(r, hash_id(r, ids[i])))
+        fail_msg("round %u: key %llu still found after the recycle", round,
+                 (unsigned long long)ids[i]);
+  }
+  print_message(
+      "threshold %llu: %llu keys were false positives at insert "
+      "(not counted)\n",
+      (unsigned long long)th, (unsigned long long)skipped);
+  free(ids);
+  bk_rbf_destroy(r);
+}
+
+static void test_insert_if_absent(void **state) {
+  (void)state;
+  bk_rbf_config cfg = {.m_bits = 1u << 16,
+                       .k = 7,
+                       .target_fpp = 0.01,
+                       .hash_alg = BK_HASH_MURMUR3,
+                       .seed = 77};
+  bk_rbf *r = make(&cfg);
+  const char *key = "client-3:seq-9";
+  bool added = false, out = false;
+  bk_hash h, ref;
+  assert_bk_ok(bk_rbf_hash(r, key, strlen(key), &h));
+  assert_bk_ok(bk_hash_bytes(BK_HASH_MURMUR3, 77, key, strlen(key), &ref));
+  assert_true(h.lo == ref.lo && h.hi == ref.hi);
+  assert_bk_ok(bk_rbf_contains(r, key, strlen(key), &out));
+  assert_false(out);
+  assert_bk_ok(bk_rbf_insert_if_absent(r, key, strlen(key), &added));
+  assert_true(added);
+  assert_bk_ok(bk_rbf_insert_if_absent(r, key, strlen(key), &added));
+  assert_false(added);
+  assert_bk_ok(bk_rbf_insert_if_absent_hash(r, h, &added));
+  assert_false(added);
+  assert_bk_ok(bk_rbf_insert(r, key, strlen(key)));
+  assert_bk_ok(bk_rbf_insert_hash(r, h));
+  assert_int_equal(info_of(r).inserted, 1);
+  assert_bk_ok(bk_rbf_contains(r, key, strlen(key), &out));
+  assert_true(out);
+  assert_true(has(r, h));
+  /* bk_rbf_insert counts new keys too. */
+  assert_bk_ok(bk_rbf_insert(r, "other", 5));
+  assert_int_equal(info_of(r).inserted, 2);
+  /* The empty key is a key. */
+  assert_bk_ok(bk_rbf_insert_if_absent(r, NULL, 0, &added));
+  assert_true(added);
+  assert_bk_ok(bk_rbf_contains(r, NULL, 0, &out));
+  assert_true(out);
+  bk_rbf_destroy(r);
+}
+
+/* ---- the estimate against the empirical rate ---------------------------- */
+
+/* m = 2^20 bits, k = 7, target 0.01: filled to one below the threshold
+ * (~109k keys), 200k absent probes. Eq. 4.1 treats the k positions as
+ * independent uniform draws; at this m the filter-to-filter spread of the
+ * fill is ~0.1% (0.7% in fpp) and the index derivation's pair-collision
+ * floor (~2 n / m^2 = 2e-7) is negligible, so the tolerance is the binomial
+ * 4 sigma (~9% of 0.01 over 200k probes: sigma 2.2e-4) plus 5% for the
+ * model (measured over 8 seeds: +1.9% on average, at most +5.4%). */
+static void test_estimate_vs_empirical(void **state) {
+  (void)state;
+  bk_rbf_config cfg = {
+      .m_bits = 1u << 20, .k = 7, .target_fpp = 0.01, .seed = test_seed(2)};
+  bk_rbf *r = make(&cfg);
+  const uint64_t th = info_of(r).threshold;
+  uint64_t id = 0;
+  while (info_of(r).inserted < th - 1) {
+    (void)add_new(r, hash_id(r, id++));
+  }
+  assert_int_equal(info_of(r).recycles, 0);
+  double est = est_of(r);
+  assert_true(fabs(est - eq41(1u << 20, 7, th - 1)) <= 1e-9 * est);
+  assert_true(est < 0.01 && est > 0.0099);
+  const uint64_t probes = 200000;
+  uint64_t hits = 0;
+  for (uint64_t p = 0; p < probes; p++)
+    hits += has(r, hash_id(r, ABSENT_TAG | p));
+  double emp = (double)hits / probes;
+  double sigma = sqrt(est * (1 - est) / probes);
+  print_message(
+      "rbf m=2^20 k=7 at %llu keys: empirical fpp %.5f, estimate "
+      "%.5f (sigma %.5f)\n",
+      (unsigned long long)(th - 1), emp, est, sigma);
+  assert_true(fabs(emp - est) <= 4 * sigma + 0.05 * est);
+  /* One more key reaches the threshold: recycled, and the rate drops to 0. */
+  while (info_of(r).recycles == 0) (void)add_new(r, hash_id(r, id++));
+  hits = 0;
+  for (uint64_t p = 0; p < 10000; p++)
+    hits += has(r, hash_id(r, ABSENT_TAG | p));
+  assert_int_equal(hits, 0);
+  bk_rbf_destroy(r);
+}
+
+/* ---- concurrency ----------------------------------------------------------
+ */
+
+typedef struct rbf_race {
+  bk_rbf *r;
+  unsigned n_ids;
+  bool same_ids;
+  unsigned char *added[4];
+  _Atomic unsigned progress[4];
+  _Atomic uint64_t errors, total_added;
+} rbf_race;
+
+typedef struct rbf_arg {
+  rbf_race *rc;
+  unsigned tid;
+} rbf_arg;
+
+static void *rbf_inserter(void *arg) {
+  rbf_arg *a = arg;
+  rbf_race *rc = a->rc;
+  for (unsigned j = 0; j < rc->n_ids; j++) {
+    if (rc->same_ids)
+      while (atomic_load(&rc->progress[a->tid ^ 1u]) + 4 < j &&
+             atomic_load(&rc->progress[a->tid ^ 1u]) < rc->n_ids)
+        sched_yield();
+    unsigned char kb[8];
+    bk__store_le64(kb, rc->same_ids ? j : ((uint64_t)(a->tid + 1) << 40) | j);
+    bool added = false;
+    if (bk_rbf_insert_if_absent(rc->r, kb, sizeof kb, &added) != BK_OK)
+      atomic_fetch_add(&rc->errors, 1);
+    if (rc->same_ids) rc->added[a->tid][j] = added;
+    if (added) atomic_fetch_add(&rc->total_added, 1);
+    bool out = false;
+    if (bk_rbf_contains(rc->r, kb, sizeof kb, &out) != BK_OK)
+      atomic_fetch_add(&rc->errors, 1);
+    atomic_store(&rc->progress[a->tid], j + 1);
+  }
+  atomic_store(&rc->progress[a->tid], rc->n_ids + 8);
+  return NULL;
+}
+
+static void rbf_race_run(rbf_race *rc, unsigned threads) {
+  pthread_t th[4];
+  rbf_arg args[4];
+  for (unsigned i = 0; i < threads; i++) {
+    args[i].rc = rc;
+    args[i].tid = i;
+    assert_int_equal(pthread_create(&th[i], NULL, rbf_inserter, &args[i]), 0);
+  }
+  for (unsigned i = 0; i < threads; i++)
+    assert_int_equal(pthread_join(th[i], NULL), 0);
+}
+
+/* Two threads on the same fresh ids, with a threshold far away: exactly one
+ * is told each id is new (insert_if_absent is linearizable). */
+static void test_concurrent_insert_if_absent(void **state) {
+  (void)state;
+  rbf_race rc;
+  memset(&rc, 0, sizeof rc);
+  bk_rbf_config cfg = {
+      .m_bits = 1u << 22, .k = 7, .target_fpp = 0.01, .seed = test_seed(3)};
+  rc.r = make(&cfg);
+  rc.n_ids = SLOW_BUILD ? 20000 : 100000;
+  rc.same_ids = true;
+  rc.added[0] = calloc(rc.n_ids, 1);
+  rc.added[1] = calloc(rc.n_ids, 1);
+  assert_non_null(rc.added[0]);
+  assert_non_null(rc.added[1]);
+  rbf_race_run(&rc, 2);
+  unsigned both = 0, neither = 0;
+  for (unsigned j = 0; j < rc.n_ids; j++) {
+    unsigned n = rc.added[0][j] + rc.added[1][j];
+    both += n == 2;
+    neither += n == 0;
+  }
+  assert_int_equal(atomic_load(&rc.errors), 0);
+  assert_int_equal(info_of(rc.r).recycles, 0);
+  assert_int_equal(both, 0);
+  /* p ~ 1e-9 at 100k keys in 2^22 bits: no false positives expected. */
+  assert_int_equal(neither, 0);
+  assert_int_equal(info_of(rc.r).inserted, rc.n_ids);
+  free(rc.added[0]);
+  free(rc.added[1]);
+  bk_rbf_destroy(rc.r);
+}
+
+/* Four threads inserting distinct keys through ~100 recycles: no error, and
+ * the bookkeeping stays sane (every recycle took a full threshold of counted
+ * inserts; inserts racing with a recycle may go uncounted, never counted
+ * twice). Mostly for the thread sanitizer. */
+static void test_concurrent_recycles(void **state) {
+  (void)state;
+  rbf_race rc;
+  memset(&rc, 0, sizeof rc);
+  bk_rbf_config cfg = {
+      .m_bits = 20000, .k = 4, .target_fpp = 0.01, .seed = test_seed(4)};
+  rc.r = make(&cfg);
+  rc.n_ids = SLOW_BUILD ? 10000 : 50000;
+  rbf_race_run(&rc, 4);
+  bk_rbf_info in = info_of(rc.r);
+  uint64_t total = atomic_load(&rc.total_added);
+  print_message(
+      "4 threads: %llu keys added, threshold %llu, %llu recycles, "
+      "%llu counted since\n",
+      (unsigned long long)total, (unsigned long long)in.threshold,
+      (unsigned long long)in.recycles, (unsigned long long)in.inserted);
+  assert_int_equal(atomic_load(&rc.errors), 0);
+  assert_true(in.inserted < in.threshold);
+  assert_true(in.recycles * in.threshold + in.inserted <= total);
+  assert_true(in.recycles >= total / in.threshold / 2);
+  bk_rbf_destroy(rc.r);
+}
+
+/* ---- bad arguments and allocation failures ------------------------------ */
+
+static void expect_create_einval(const bk_rbf_config *cfg, const char *what) {
+  bk_rbf *r = SENTINEL;
+  bk_status s = bk_rbf_create(&r, cfg);
+  if (s != BK_EINVAL)
+    fail_msg("create with %s: %s, expected BK_EINVAL", what, bk_status_name(s));
+  assert_ptr_equal(r, SENTINEL);
+}
+
+static void test_bad_arguments(void **state) {
+  (void)state;
+  const bk_rbf_config ok = {.m_bits = 1000, .k = 3};
+  bk_rbf_config c;
+  bk_rbf *r = SENTINEL;
+  assert_bk_status(bk_rbf_create(NULL, &ok), BK_EINVAL);
+  assert_bk_status(bk_rbf_create(&r, NULL), BK_EINVAL);
+  assert_ptr_equal(r, SENTINEL);
+  bk_allocator half = {.alloc = NULL, .free = NULL};
+#define BAD(desc, edit)             \
+  do {                              \
+    c = ok;                         \
+    edit;                           \
+    expect_create_einval(&c, desc); \
+  } while (0)
+  BAD("k = 0 with m_bits", c.k = 0);
+  BAD("k = 65", c.k = 65);
+  BAD("neither m_bits nor capacity", c.m_bits = 0);
+  BAD("m over 2^40", c.m_bits = ((uint64_t)1 << 40) + 1);
+  BAD("fpp < 0", c.fpp = -0.1);
+  BAD("fpp = 1", c.fpp = 1.0);
+  BAD("fpp NaN", c.fpp = NAN);
+  BAD("target < 0", c.target_fpp = -0.1);
+  BAD("target = 1", c.target_fpp = 1.0);
+  BAD("target > 1", c.target_fpp = 2.0);
+  BAD("target NaN", c.target_fpp = NAN);
+  BAD("target inf", c.target_fpp = INFINITY);
+  BAD("capacity with fpp NaN", (c.m_bits = 0, c.capacity = 100, c.fpp = NAN));
+  BAD("hash 9", c.hash_alg = (bk_hash_alg)9);
+  BAD("murmur seed > 32 bits",
+      (c.hash_alg = BK_HASH_MURMUR3, c.seed = (uint64_t)1 << 32));
+  BAD("allocator without functions", c.allocator = &half);
+#undef BAD
+  bk_rbf_destroy(NULL);
+
+  r = make(&ok);
+  bk_hash h;
+  bool out = true, added = true;
+  double p = -1;
+  bk_rbf_info in;
+  assert_bk_ok(bk_rbf_hash(r, "a", 1, &h));
+  assert_bk_status(bk_rbf_hash(NULL, "a", 1, &h), BK_EINVAL);
+  assert_bk_status(bk_rbf_hash(r, NULL, 1, &h), BK_EINVAL);
+  assert_bk_status(bk_rbf_hash(r, "a", 1, NULL), BK_EINVAL);
+  assert_bk_status(bk_rbf_insert(NULL, "a", 1), BK_EINVAL);
+  assert_bk_status(bk_rbf_insert(r, NULL, 1), BK_EINVAL);
+  assert_bk_status(bk_rbf_insert_hash(NULL, h), BK_EINVAL);
+  assert_bk_status(bk_rbf_insert_if_absent(NULL, "a", 1, &added), BK_EINVAL);
+  assert_bk_status(bk_rbf_insert_if_absent(r, NULL, 1, &added), BK_EINVAL);
+  assert_bk_status(bk_rbf_insert_if_absent(r, "a", 1, NULL), BK_EINVAL);
+  assert_bk_status(bk_rbf_insert_if_absent_hash(NULL, h, &added), BK_EINVAL);
+  assert_bk_status(bk_rbf_insert_if_absent_hash(r, h, NULL), BK_EINVAL);
+  assert_bk_status(bk_rbf_contains(NULL, "a", 1, &out), BK_EINVAL);
+  assert_bk_status(bk_rbf_contains(r, NULL, 1, &out), BK_EINVAL);
+  assert_bk_status(bk_rbf_contains(r, "a", 1, NULL), BK_EINVAL);
+  assert_bk_status(bk_rbf_contains_hash(NULL, h, &out), BK_EINVAL);
+  assert_bk_status(bk_rbf_contains_hash(r, h, NULL), BK_EINVAL);
+  assert_bk_status(bk_rbf_estimated_fpp(NULL, &p), BK_EINVAL);
+  assert_bk_status(bk_rbf_estimated_fpp(r, NULL), BK_EINVAL);
+  assert_bk_status(bk_rbf_info_get(NULL, &in), BK_EINVAL);
+  assert_bk_status(bk_rbf_info_get(r, NULL), BK_EINVAL);
+  /* Nothing was inserted by the failed calls. */
+  in = info_of(r);
+  assert_int_equal(in.inserted, 0);
+  assert_true(est_of(r) == 0.0);
+  bk_rbf_destroy(r);
+}
+
+static void test_oom_create(void **state) {
+  (void)state;
+  const bk_rbf_config base[] = {
+      {.m_bits = 1u << 16, .k = 5},
+      {.capacity = 10000, .fpp = 0.001, .target_fpp = 0.01},
+  };
+  for (size_t c = 0; c < 2; c++) {
+    unsigned failures = 0;
+    for (size_t fail_at = 1;; fail_at++) {
+      bk_test_alloc st;
+      bk_allocator al = bk_test_allocator(&st, fail_at);
+      bk_rbf_config cfg = base[c];
+      cfg.allocator = &al;
+      bk_rbf *r = SENTINEL;
+      bk_status s = bk_rbf_create(&r, &cfg);
+      if (s == BK_OK) {
+        assert_bk_ok(bk_rbf_insert(r, "a", 1));
+        bk_rbf_destroy(r);
+        assert_int_equal(st.live, 0);
+        break;
+      }
+      if (s != BK_ENOMEM)
+        fail_msg("allocation %zu failing: %s", fail_at, bk_status_name(s));
+      assert_ptr_equal(r, SENTINEL);
+      assert_int_equal(st.live, 0);
+      failures++;
+      assert_true(fail_at < 100);
+    }
+    assert_true(failures >= 2); /* the RBF and its Bloom filter */
+  }
+}
+
+int main(void) {
+  test_seed(0); /* prints the seed banner once */
+  const char *filter = getenv("BK_TEST_FILTER");
+  if (filter && *filter) cmocka_set_test_filter(filter);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_threshold),
+      cmocka_unit_test(test_recycle),
+      cmocka_unit_test(test_insert_if_absent),
+      cmocka_unit_test(test_estimate_vs_empirical),
+      cmocka_unit_test(test_concurrent_insert_if_absent),
+      cmocka_unit_test(test_concurrent_recycles),
+      cmocka_unit_test(test_bad_arguments),
+      cmocka_unit_test(test_oom_create),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
