@@ -13,5 +13,8 @@
 #include "bloomkit/counters.h"
 #include "bloomkit/params.h"
 #include "bloomkit/bloom.h"
+#include "bloomkit/fbf.h"
+#include "bloomkit/rbf.h"
+#include "bloomkit/idem.h"
 
 #endif

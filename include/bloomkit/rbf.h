@@ -71,6 +71,18 @@ typedef struct bk_rbf_info {
 
 BK_API bk_status bk_rbf_info_get(const bk_rbf *r, bk_rbf_info *out);
 
+/** Bytes bk_rbf_serialize() will write. Errors: BK_EINVAL. */
+BK_API bk_status bk_rbf_serialized_size(const bk_rbf *r, size_t *out);
+/** Save filter, counts and threshold (common serialized form). Not atomic
+ * with concurrent inserts. Errors: BK_EINVAL (NULL, cap too small). */
+BK_API bk_status bk_rbf_serialize(const bk_rbf *r, void *buf, size_t cap,
+                                  size_t *written);
+/** Restore from hostile bytes. Errors: BK_EINVAL, BK_ECORRUPT, BK_EVERSION,
+ * BK_ENOMEM. */
+BK_API bk_status bk_rbf_deserialize(const void *buf, size_t len,
+                                    const bk_allocator *allocator,
+                                    bk_rbf **out);
+
 #ifdef __cplusplus
 }
 #endif

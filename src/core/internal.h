@@ -142,6 +142,8 @@ enum {
   BK__TYPE_COUNTERS = 2,
   BK__TYPE_BLOOM = 3,
   BK__TYPE_FBF = 4,
+  BK__TYPE_IDEM = 5,
+  BK__TYPE_RBF = 6,
 };
 
 /* Writes the 24-byte prefix. */

@@ -159,3 +159,77 @@ bk_status bk_rbf_info_get(const bk_rbf *r, bk_rbf_info *out) {
   out->memory = sizeof *r + bi.memory;
   return BK_OK;
 }
+
+/* ---- serialized form ------------------------------------------------------
+ * Parameters after the 24-byte prefix (header length 48):
+ *   24 u64 inserted since the last recycle   32 u64 threshold
+ *   40 u64 recycles
+ * Payload: the bk_bloom's own serialized form (standard layout). */
+#define RBF_VERSION 1
+#define RBF_HEADER_LEN (BK__PREFIX_SIZE + 24u)
+
+bk_status bk_rbf_serialized_size(const bk_rbf *r, size_t *out) {
+  BK_RETURN_IF(!r || !out, BK_EINVAL);
+  size_t bloom;
+  BK_TRY(bk_bloom_serialized_size(r->bloom, &bloom));
+  *out = RBF_HEADER_LEN + bloom + BK__TRAILER_SIZE;
+  return BK_OK;
+}
+
+bk_status bk_rbf_serialize(const bk_rbf *r, void *buf, size_t cap,
+                           size_t *written) {
+  size_t need, bloom_written;
+  BK_RETURN_IF(!buf || !written, BK_EINVAL);
+  BK_TRY(bk_rbf_serialized_size(r, &need));
+  BK_RETURN_IF(cap < need, BK_EINVAL);
+  unsigned char *p = buf;
+  BK_TRY(bk_bloom_serialize(r->bloom, p + RBF_HEADER_LEN,
+                            need - RBF_HEADER_LEN - BK__TRAILER_SIZE,
+                            &bloom_written));
+  bk__format_write_prefix(p, RBF_VERSION, BK__TYPE_RBF, RBF_HEADER_LEN,
+                          bloom_written);
+  bk__store_le64(p + 24, __atomic_load_n(&r->inserted, __ATOMIC_RELAXED));
+  bk__store_le64(p + 32, r->threshold);
+  bk__store_le64(p + 40, __atomic_load_n(&r->recycles, __ATOMIC_RELAXED));
+  bk__format_write_trailer(p, RBF_HEADER_LEN + bloom_written);
+  *written = RBF_HEADER_LEN + bloom_written + BK__TRAILER_SIZE;
+  return BK_OK;
+}
+
+bk_status bk_rbf_deserialize(const void *buf, size_t len,
+                             const bk_allocator *allocator, bk_rbf **out) {
+  BK_RETURN_IF(!buf || !out, BK_EINVAL);
+  bk__format_view v;
+  BK_TRY(bk__format_open(buf, len, BK__TYPE_RBF, RBF_VERSION, RBF_HEADER_LEN,
+                         &v));
+  const unsigned char *p = buf;
+  uint64_t inserted = bk__load_le64(p + 24);
+  uint64_t threshold = bk__load_le64(p + 32);
+  BK_RETURN_IF(threshold == 0 || threshold > ((uint64_t)1 << 62) ||
+                   inserted >= threshold,
+               BK_ECORRUPT);
+  bk__alloc al;
+  BK_TRY(bk__alloc_init(&al, allocator));
+  bk_rbf *r = bk__calloc(&al, 1, sizeof *r);
+  BK_RETURN_IF(!r, BK_ENOMEM);
+  bk_status s = bk_bloom_deserialize(v.payload, (size_t)v.payload_len,
+                                     allocator, &r->bloom);
+  bk_bloom_info info;
+  if (s == BK_OK) {
+    (void)bk_bloom_info_get(r->bloom, &info);
+    if (info.layout != BK_BLOOM_STANDARD) s = BK_ECORRUPT;
+  }
+  if (s != BK_OK) {
+    bk_bloom_destroy(r->bloom);
+    bk__free(&al, r);
+    return s == BK_EVERSION ? BK_ECORRUPT : s;
+  }
+  r->alloc = al;
+  r->m = info.m_bits;
+  r->k = info.k;
+  r->threshold = threshold;
+  r->inserted = inserted;
+  r->recycles = bk__load_le64(p + 40);
+  *out = r;
+  return BK_OK;
+}

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bk_idem: idempotent counters. A table of named 64-bit counters sharing one
+ * Forgetful Bloom Filter of applied operation ids (fbf-thesis chapter 5, a
+ * table-level FBF as Sec. 5.4 argues): a client that times out and retries
+ * an increment has it applied once, and the retry is answered with the
+ * current value, like the thesis' "another acknowledgment is returned".
+ *
+ * Each update carries the client's globally unique op id (client id,
+ * per-client sequence number). The strategy decides how duplicates are
+ * found, so they can be compared on the same stream:
+ *   BK_IDEM_NONE          vanilla counters: every retry counts again
+ *   BK_IDEM_RBF           one Bloom filter, cleared when full (Sec. 6.4.4)
+ *   BK_IDEM_FBF           an FBF with fixed N and t
+ *   BK_IDEM_FBF_ADAPTIVE  an FBF resized by Algorithm 3 to keep target_fpp
+ * A retry that arrives after the window (later than the clients' retry
+ * timeout, which the FBF is sized to cover) may be applied again; a genuine
+ * update may, with the FBF's small false positive probability, be taken for
+ * a duplicate and dropped.
+ *
+ * Time is an argument (bk_idem_advance), as for the FBF.
+ *
+ * Thread safety: add, get, delete, advance, info and serialize may run
+ * concurrently from any number of threads. Check-and-apply is atomic per
+ * operation: concurrent adds of the same op id apply it exactly once, and
+ * concurrent adds of different ids to one key lose nothing. iterate holds
+ * each internal stripe's lock while it visits that stripe's keys; the
+ * callback must not call back into the same table.
+ */
+#ifndef BLOOMKIT_IDEM_H
+#define BLOOMKIT_IDEM_H
+
+#include "bloomkit/common.h"
+#include "bloomkit/hash.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct bk_idem bk_idem;
+
+/** Longest key bk_idem accepts unless the config says less. */
+#define BK_IDEM_KEY_MAX 4096u
+
+typedef enum bk_idem_strategy {
+  BK_IDEM_FBF = 0, /**< default */
+  BK_IDEM_NONE = 1,
+  BK_IDEM_RBF = 2,
+  BK_IDEM_FBF_ADAPTIVE = 3,
+} bk_idem_strategy;
+
+typedef enum bk_idem_outcome {
+  BK_IDEM_APPLIED = 1,   /**< the update was new and has been applied */
+  BK_IDEM_DUPLICATE = 2, /**< already applied (or a false positive): ignored */
+} bk_idem_outcome;
+
+/** A client operation's globally unique id. */
+typedef struct bk_idem_op_id {
+  uint64_t client;
+  uint64_t seq;
+} bk_idem_op_id;
+
+/**
+ * Configuration; zero fields mean "default".
+ * The window: the FBF keeps every op id at least `retry_timeout`. With N
+ * past filters (n_past, default 2) the refresh period defaults to
+ * ceil(retry_timeout / (N + 1)), so (N + 1) t covers the timeout.
+ */
+typedef struct bk_idem_config {
+  bk_idem_strategy strategy;
+  uint64_t retry_timeout;  /**< clients' retry timeout (required unless NONE) */
+  uint64_t refresh_period; /**< t; must be <= retry_timeout and satisfy
+                                (N + 1) t >= retry_timeout */
+  unsigned n_past;         /**< N, default 2 */
+  uint64_t ops_per_period; /**< expected updates per period (sizing) */
+  double fpp;              /**< target fpp of the filter, default 0.001 */
+  uint64_t m_bits;         /**< explicit bits per constituent filter */
+  unsigned k;              /**< explicit hash count (with m_bits) */
+  double target_fpp;       /**< FBF_ADAPTIVE / RBF threshold; default fpp */
+  unsigned max_filters;    /**< FBF_ADAPTIVE ceiling, default 4 (N + 2) */
+  uint64_t start_time;     /**< the caller's clock at creation */
+  size_t max_key_len;      /**< default and ceiling BK_IDEM_KEY_MAX */
+  uint64_t expected_keys;  /**< initial table sizing hint */
+  bk_hash_alg hash_alg;
+  uint64_t seed;
+  const bk_allocator *allocator;
+} bk_idem_config;
+
+/**
+ * Create a table. Errors: BK_EINVAL (NULL, unknown strategy, retry_timeout 0
+ * for a filtering strategy, a refresh period longer than the window or
+ * whose window cannot cover the timeout, fpp outside (0, 1), max_key_len
+ * above BK_IDEM_KEY_MAX, bad hash or allocator), BK_ENOMEM.
+ */
+BK_API bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg);
+
+/** Free the table. NULL does nothing. */
+BK_API void bk_idem_destroy(bk_idem *t);
+
+/**
+ * Apply `delta` to counter `key` unless op `id` was already applied.
+ * *value (may be NULL) receives the counter's value after the call, also
+ * for a duplicate; *outcome (may be NULL) says which it was. A new key
+ * starts at 0. Errors: BK_EINVAL (NULL table, empty or over-long key, NULL
+ * key), BK_ERANGE (the sum would overflow int64; nothing is applied or
+ * recorded), BK_ENOMEM (a new key could not be stored; nothing recorded).
+ * On error the table is unchanged.
+ */
+BK_API bk_status bk_idem_add(bk_idem *t, const void *key, size_t len,
+                             bk_idem_op_id id, int64_t delta, int64_t *value,
+                             bk_idem_outcome *outcome);
+
+/** Current value of `key`. Errors: BK_EINVAL, BK_ENOTFOUND. */
+BK_API bk_status bk_idem_get(const bk_idem *t, const void *key, size_t len,
+                             int64_t *value);
+
+/** Remove `key`. Errors: BK_EINVAL, BK_ENOTFOUND. */
+BK_API bk_status bk_idem_delete(bk_idem *t, const void *key, size_t len);
+
+/**
+ * Call `fn(ctx, key, len, value)` for every key (in no particular order);
+ * a nonzero return stops the walk. Errors: BK_EINVAL.
+ */
+BK_API bk_status bk_idem_iterate(const bk_idem *t,
+                                 int (*fn)(void *ctx, const void *key,
+                                           size_t len, int64_t value),
+                                 void *ctx);
+
+/** Advance the filter's clock (refreshes, adaptation). Errors: BK_EINVAL
+ * (NULL, time going backwards). */
+BK_API bk_status bk_idem_advance(bk_idem *t, uint64_t now);
+
+/** What a table holds and costs. */
+typedef struct bk_idem_info {
+  bk_idem_strategy strategy;
+  uint64_t keys;
+  uint64_t applied;    /**< updates applied */
+  uint64_t duplicates; /**< updates dismissed as duplicates */
+  size_t filter_memory; /**< bytes of the duplicate filter */
+  size_t table_memory;  /**< bytes of the counters and keys */
+  double fpp;           /**< the filter's current estimated fpp (0: NONE) */
+  uint64_t window_min;  /**< ids are kept at least this long (0: NONE/RBF) */
+} bk_idem_info;
+
+BK_API bk_status bk_idem_info_get(const bk_idem *t, bk_idem_info *out);
+
+/** Bytes bk_idem_serialize() will write now. Errors: BK_EINVAL. */
+BK_API bk_status bk_idem_serialized_size(const bk_idem *t, size_t *out);
+
+/**
+ * Snapshot the table and its filter in the common serialized form. Not
+ * atomic with concurrent adds (each key is seen before or after an add).
+ * Errors: BK_EINVAL (NULL, cap too small: call serialized_size again, the
+ * table may have grown).
+ */
+BK_API bk_status bk_idem_serialize(const bk_idem *t, void *buf, size_t cap,
+                                   size_t *written);
+
+/**
+ * Restore a snapshot. Replaying updates the snapshot already applied (a
+ * host's write-ahead log, say) then changes nothing, within the window.
+ * Errors: BK_EINVAL, BK_ECORRUPT, BK_EVERSION, BK_ENOMEM.
+ */
+BK_API bk_status bk_idem_deserialize(const void *buf, size_t len,
+                                     const bk_allocator *allocator,
+                                     bk_idem **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
