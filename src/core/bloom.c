@@ -22,17 +22,15 @@
  * a bit, once set, stays set, and each bit is set with an atomic OR.
  */
 #include <math.h>
-#include <sched.h>
 
 #include "bloomkit/bloom.h"
 #include "bloomkit/params.h"
 #include "hash_inline.h"
 #include "internal.h"
+#include "sync.h"
 
 #define BLOOM_VERSION 1
 #define BLOOM_HEADER_LEN (BK__PREFIX_SIZE + 32)
-#define N_LOCKS 64u
-#define LOCK_STRIDE (BK_CACHE_LINE / sizeof(uint32_t))
 #define DEFAULT_FPP 0.01
 #define LN2 0.69314718055994530942
 
@@ -47,7 +45,7 @@ struct bk_bloom {
   bk_hash_alg hash_alg; /* never BK_HASH_DEFAULT */
   uint64_t seed;
   uint64_t capacity;
-  bk__region locks; /* N_LOCKS spin locks, one per cache line */
+  bk__region locks; /* key locks (sync.h) */
 };
 
 /* ---- probes ------------------------------------------------------------ */
@@ -176,35 +174,6 @@ static inline void probe_add(bk_bloom *b, bk_hash h) {
     (void)standard_add(b, h);
 }
 
-static inline uint32_t *lock_for(const bk_bloom *b, bk_hash h) {
-  uint32_t *locks = b->locks.data;
-  return &locks[((h.lo ^ h.hi) % N_LOCKS) * LOCK_STRIDE];
-}
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
-
-static inline void spin_lock(uint32_t *l) {
-  for (unsigned spins = 0;; spins++) {
-    if (!__atomic_load_n(l, __ATOMIC_RELAXED) &&
-        !__atomic_exchange_n(l, 1u, __ATOMIC_ACQUIRE))
-      return;
-    if (spins > 64)
-      sched_yield(); /* the holder may have been descheduled */
-    else
-      cpu_relax();
-  }
-}
-
-static inline void spin_unlock(uint32_t *l) {
-  __atomic_store_n(l, 0u, __ATOMIC_RELEASE);
-}
-
 /* ---- lifecycle ---------------------------------------------------------- */
 
 static bk_status resolve_size(const bk_bloom_config *cfg, uint64_t *m_out,
@@ -255,7 +224,7 @@ static bk_status bloom_new(bk_bloom **out, const bk__alloc *al, uint64_t m,
     bk__free(al, b);
     return s;
   }
-  s = bk__region_alloc(al, N_LOCKS * BK_CACHE_LINE, &b->locks);
+  s = bk__region_alloc(al, BK__KEY_LOCKS_BYTES, &b->locks);
   if (s != BK_OK) {
     bk__bits_release(&b->bits);
     bk__free(al, b);
@@ -348,13 +317,13 @@ bk_status bk_bloom_add_if_absent_hash(bk_bloom *b, bk_hash h, bool *added) {
   /* No lock-free "already present" pre-check: measured, the extra dependent
    * read before the locked writes costs ~1.5x add on filters larger than
    * the cache, while the lock itself (an L1-resident line) costs ~nothing. */
-  uint32_t *lock = lock_for(b, h);
-  spin_lock(lock);
+  uint32_t *lock = bk__key_lock(&b->locks, h);
+  bk__spin_lock(lock);
   /* Under the key's lock no other add_if_absent of this key runs, so
    * "some bit was clear" decides newness once. */
   bool changed = b->layout == BK_BLOOM_BLOCKED ? blocked_add(b, h)
                                                : standard_add(b, h);
-  spin_unlock(lock);
+  bk__spin_unlock(lock);
   *added = changed;
   return BK_OK;
 }

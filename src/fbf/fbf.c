@@ -45,17 +45,15 @@
  * filters of the state it finished in.
  */
 #include <math.h>
-#include <sched.h>
 #include <stdlib.h>
 
 #include "fbf_internal.h"
+#include "core/sync.h"
 #include "bloomkit/params.h"
 
 #define DEFAULT_FPP 0.01
 #define DEFAULT_ADAPT_INTERVAL 1000u
 #define DEFAULT_PERIOD_STEP 1000u
-#define N_LOCKS 64u
-#define LOCK_STRIDE (BK_CACHE_LINE / sizeof(uint32_t))
 #define CHUNK_BUSY ((uint64_t)1 << 63)
 
 /* ---- lanes --------------------------------------------------------------- */
@@ -122,18 +120,10 @@ static void sweep_chunk_words(bk_fbf *f, uint64_t c) {
   }
 }
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
-
 /* Make sure chunk c is swept for generation `gen`: claim and sweep it, or
  * wait while someone else does. */
 static void ensure_swept(bk_fbf *f, uint64_t c, uint64_t gen) {
-  for (unsigned spins = 0;; spins++) {
+  for (unsigned spins = 0;;) {
     uint64_t e = __atomic_load_n(&f->chunk_epoch[c], __ATOMIC_ACQUIRE);
     if (e == gen) return;
     if (!(e & CHUNK_BUSY) && e < gen &&
@@ -145,10 +135,7 @@ static void ensure_swept(bk_fbf *f, uint64_t c, uint64_t gen) {
       return;
     }
     if (!(e & CHUNK_BUSY) && e > gen) return; /* a later refresh swept it */
-    if (spins > 64)
-      sched_yield();
-    else
-      cpu_relax();
+    bk__backoff(&spins);
   }
 }
 
@@ -263,27 +250,6 @@ static void insert_hash_raw(bk_fbf *f, bk_hash h) {
   }
 }
 
-static inline uint32_t *lock_for(const bk_fbf *f, bk_hash h) {
-  uint32_t *locks = f->locks.data;
-  return &locks[((h.lo ^ h.hi) % N_LOCKS) * LOCK_STRIDE];
-}
-
-static inline void spin_lock(uint32_t *l) {
-  for (unsigned spins = 0;; spins++) {
-    if (!__atomic_load_n(l, __ATOMIC_RELAXED) &&
-        !__atomic_exchange_n(l, 1u, __ATOMIC_ACQUIRE))
-      return;
-    if (spins > 64)
-      sched_yield();
-    else
-      cpu_relax();
-  }
-}
-
-static inline void spin_unlock(uint32_t *l) {
-  __atomic_store_n(l, 0u, __ATOMIC_RELEASE);
-}
-
 static inline bk_status hash_key(const bk_fbf *f, const void *key, size_t len,
                                  bk_hash *out) {
   BK_RETURN_IF(!f || (!key && len), BK_EINVAL);
@@ -340,11 +306,11 @@ bk_status bk_fbf_insert(bk_fbf *f, const void *key, size_t len) {
 bk_status bk_fbf_insert_if_absent_hash(bk_fbf *f, bk_hash h, bool *added) {
   BK_RETURN_IF(!f || !added, BK_EINVAL);
   /* "Absent, now inserted" is decided once under the key's lock. */
-  uint32_t *lock = lock_for(f, h);
-  spin_lock(lock);
+  uint32_t *lock = bk__key_lock(&f->locks, h);
+  bk__spin_lock(lock);
   bool absent = !check_hash(f, h, f->check);
   if (absent) insert_hash_raw(f, h);
-  spin_unlock(lock);
+  bk__spin_unlock(lock);
   *added = absent;
   return BK_OK;
 }
@@ -488,13 +454,8 @@ static void publish_and_sweep(bk_fbf *f, uint64_t next, uint64_t dropped) {
   uint64_t old_parity = (BK__ST_GEN(next) - 1) & 1;
   for (unsigned i = 0; i < BK__FBF_STRIPES; i++)
     for (unsigned spins = 0;
-         __atomic_load_n(&f->active[old_parity][i][0], __ATOMIC_ACQUIRE);
-         spins++) {
-      if (spins > 64)
-        sched_yield();
-      else
-        cpu_relax();
-    }
+         __atomic_load_n(&f->active[old_parity][i][0], __ATOMIC_ACQUIRE);)
+      bk__backoff(&spins);
   if (!dropped) return;
   uint64_t gen = BK__ST_GEN(next);
   for (uint64_t c = 0; c < f->n_chunks; c++) ensure_swept(f, c, gen);
@@ -717,7 +678,7 @@ bk_status bk__fbf_alloc(const bk__alloc *al, uint64_t m, unsigned k,
   bk_status s = bk__region_alloc(al, (size_t)f->n_words * 8, &f->region);
   if (s == BK_OK)
     s = bk__region_alloc(al, (size_t)f->n_chunks * 8, &f->chunk_region);
-  if (s == BK_OK) s = bk__region_alloc(al, N_LOCKS * BK_CACHE_LINE, &f->locks);
+  if (s == BK_OK) s = bk__region_alloc(al, BK__KEY_LOCKS_BYTES, &f->locks);
   if (s == BK_OK && pthread_mutex_init(&f->mu, NULL) != 0) s = BK_ENOMEM;
   if (s != BK_OK) {
     bk__region_free(al, &f->locks);

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private: the small synchronisation helpers the structures share: a CPU
+ * pause, spin-wait backoff, and the striped per-key spin locks that make
+ * add_if_absent / insert_if_absent linearizable (two threads with the same
+ * key take the same lock; different keys rarely meet).
+ */
+#ifndef BLOOMKIT_SRC_CORE_SYNC_H
+#define BLOOMKIT_SRC_CORE_SYNC_H
+
+#include <sched.h>
+
+#include "bloomkit/hash.h"
+#include "internal.h"
+
+/* Key locks per structure, one cache line each (4 KiB in all). */
+#define BK__KEY_LOCKS 64u
+#define BK__KEY_LOCK_STRIDE (BK_CACHE_LINE / sizeof(uint32_t))
+#define BK__KEY_LOCKS_BYTES (BK__KEY_LOCKS * BK_CACHE_LINE)
+
+static inline void bk__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* One step of a spin-wait: pause for a while, then yield, because the
+ * thread we wait for may have been descheduled. */
+static inline void bk__backoff(unsigned *spins) {
+  if (++*spins > 64)
+    sched_yield();
+  else
+    bk__cpu_relax();
+}
+
+static inline uint32_t *bk__key_lock(const bk__region *locks, bk_hash h) {
+  uint32_t *base = locks->data;
+  return &base[((h.lo ^ h.hi) % BK__KEY_LOCKS) * BK__KEY_LOCK_STRIDE];
+}
+
+static inline void bk__spin_lock(uint32_t *l) {
+  for (unsigned spins = 0;;) {
+    if (!__atomic_load_n(l, __ATOMIC_RELAXED) &&
+        !__atomic_exchange_n(l, 1u, __ATOMIC_ACQUIRE))
+      return;
+    bk__backoff(&spins);
+  }
+}
+
+static inline void bk__spin_unlock(uint32_t *l) {
+  __atomic_store_n(l, 0u, __ATOMIC_RELEASE);
+}
+
+#endif
