@@ -1546,9 +1546,10 @@ static void test_min_window_property(void **state) {
     assert_true(st.max_filters_seen > cfg->n_past + 2);
     assert_true(st.min_filters_seen < st.max_filters_seen);
   }
-  /* Some refresh had to wait for its oldest filter to age (the rule that
-   * keeps min_window when t has shrunk). */
-  assert_true(deferred_total > 0);
+  /* Periods are floored so the goal's filters cover min_window (adaptive
+   * ticks and bk_fbf_resize alike), so no refresh ever has to wait for its
+   * oldest filter to age: deferral would pile periods into one filter. */
+  assert_int_equal(deferred_total, 0);
 }
 
 /* ---- the Algorithm 3 trace ---------------------------------------------- */
@@ -1625,25 +1626,38 @@ static void trace_script(bool automatic) {
         if (pre.next_refresh >= now)
           assert_true(fabs(ev.estimated_fpp - est_before) <=
                       1e-12 * est_before);
+        /* Algorithm 3, with the period floored where the goal's filters
+         * still cover min_window ((goal - 1) t >= 20000), and a shrink of
+         * the goal only where the rest still cover it at the new t. */
         if (ev.action == BK_FBF_GROW) {
           assert_true(ev.estimated_fpp >= 0.9 * target);
           goal = 2 * goal > W ? W : 2 * goal;
-          period = period - 2000 < 3000 ? 3000 : period - 2000;
+          uint64_t floor_t = (20000 + (goal - 1) - 1) / (goal - 1);
+          uint64_t next = period - 2000 < 3000 ? 3000 : period - 2000;
+          if (next < floor_t) next = floor_t;
+          if (next > period) next = period;
+          period = next;
           grows++;
         } else {
           assert_int_equal(ev.action, BK_FBF_SHRINK);
           assert_true(ev.estimated_fpp <= 0.1 * target);
-          goal = goal > 3 ? goal - 1 : 3;
           period = period + 2000 > 14000 ? 14000 : period + 2000;
+          unsigned fewer = goal > 3 ? goal - 1 : 3;
+          if (fewer != goal && (uint64_t)(fewer - 1) * period < 20000)
+            fewer = goal;
+          goal = fewer;
           shrinks++;
         }
         assert_int_equal(ev.n_filters, goal);
         assert_int_equal(ev.refresh_period, period);
       } else if (est_before >= 0.9 * target) {
         /* No event: nothing left to change. */
-        assert_true(goal == W && period == 3000);
+        uint64_t floor_t = (20000 + (W - 1) - 1) / (W - 1);
+        assert_true(goal == W &&
+                    period == (floor_t > 3000 ? floor_t : 3000));
       } else if (est_before <= 0.1 * target) {
-        assert_true(goal == 3 && period == 14000);
+        assert_true(period == 14000 &&
+                    (goal == 3 || (uint64_t)(goal - 2) * period < 20000));
       }
       assert_int_equal(post.target_filters, goal);
       assert_int_equal(post.refresh_period, period);
@@ -1735,14 +1749,21 @@ static void trace_script(bool automatic) {
       unsigned n2 = b.target_filters;
       uint64_t t2 = b.refresh_period;
       bk_fbf_action act = 0;
+      /* Algorithm 3 with the min_window floor (see the model above). */
       if (e >= 0.9 * target) {
         act = BK_FBF_GROW;
         n2 = 2 * n2 > W ? W : 2 * n2;
-        t2 = t2 - 2000 < 3000 ? 3000 : t2 - 2000;
+        uint64_t floor_t = (20000 + (n2 - 1) - 1) / (n2 - 1);
+        uint64_t next = t2 - 2000 < 3000 ? 3000 : t2 - 2000;
+        if (next < floor_t) next = floor_t;
+        if (next > t2) next = t2;
+        t2 = next;
       } else if (e <= 0.1 * target) {
         act = BK_FBF_SHRINK;
-        n2 = n2 > 3 ? n2 - 1 : 3;
         t2 = t2 + 2000 > 14000 ? 14000 : t2 + 2000;
+        unsigned fewer = n2 > 3 ? n2 - 1 : 3;
+        if (fewer != n2 && (uint64_t)(fewer - 1) * t2 < 20000) fewer = n2;
+        n2 = fewer;
       }
       assert_int_equal(a.target_filters, n2);
       assert_int_equal(a.refresh_period, t2);

@@ -234,7 +234,7 @@ typedef struct bk_fbf_resize_event {
   uint64_t refresh_period; /**< t after the decision */
 } bk_fbf_resize_event;
 
-/** Number of events in the trace (the last 1024 are kept). */
+/** Number of events in the trace (the last 256 are kept). */
 BK_API size_t bk_fbf_trace_count(const bk_fbf *f);
 
 /**

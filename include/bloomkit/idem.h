@@ -78,6 +78,8 @@ typedef struct bk_idem_config {
   unsigned k;              /**< explicit hash count (with m_bits) */
   double target_fpp;       /**< FBF_ADAPTIVE / RBF threshold; default fpp */
   unsigned max_filters;    /**< FBF_ADAPTIVE ceiling, default 4 (N + 2) */
+  uint64_t adapt_interval; /**< FBF_ADAPTIVE tick, default t / 4 */
+  uint64_t period_step;    /**< FBF_ADAPTIVE step of t, default t / 10 */
   uint64_t start_time;     /**< the caller's clock at creation */
   size_t max_key_len;      /**< default and ceiling BK_IDEM_KEY_MAX */
   uint64_t expected_keys;  /**< initial table sizing hint */
@@ -140,6 +142,8 @@ typedef struct bk_idem_info {
   size_t table_memory;  /**< bytes of the counters and keys */
   double fpp;           /**< the filter's current estimated fpp (0: NONE) */
   uint64_t window_min;  /**< ids are kept at least this long (0: NONE/RBF) */
+  unsigned n_filters;   /**< FBF constituent filters in use now (0: none) */
+  uint64_t refresh_period; /**< FBF refresh period now (0: none) */
 } bk_idem_info;
 
 BK_API bk_status bk_idem_info_get(const bk_idem *t, bk_idem_info *out);

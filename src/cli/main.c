@@ -21,6 +21,10 @@ static const subcommand subcommands[] = {
     {"fbf-experiments",
      "reproduce the FBF thesis' Fig. 6.1-6.6 (false positive experiments)",
      bk_cli_fbf_experiments},
+    {"sim",
+     "simulations: `sim counters`, idempotent counters under retries "
+     "(thesis Fig. 6.7, 6.9)",
+     bk_cli_sim},
 };
 
 #define N_SUBCOMMANDS (sizeof subcommands / sizeof subcommands[0])

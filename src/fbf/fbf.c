@@ -551,26 +551,39 @@ static void set_goal(bk_fbf *f, unsigned n_filters, uint64_t period) {
   }
 }
 
+/* The shortest period with which `n` filters still keep min_window:
+ * (n - 1) t >= min_window. Shorter periods would make refreshes wait for
+ * the window (deferred), piling several periods into the future filter. */
+static uint64_t window_floor(const bk_fbf *f, unsigned n) {
+  uint64_t d = n > 1 ? n - 1 : 1;
+  return (f->min_window + d - 1) / d;
+}
+
 static void adapt_tick(bk_fbf *f, uint64_t now) {
   uint64_t st = __atomic_load_n(&f->state, __ATOMIC_RELAXED);
   double fpp = estimate(f, st, f->check, true);
   unsigned n = f->target_count;
   uint64_t t = f->refresh_period;
   if (fpp >= 0.9 * f->target_fpp) {
-    /* Multiplicative increase of filters, additive decrease of period. */
+    /* Multiplicative increase of filters, additive decrease of period,
+     * the period floored where the grown filters still cover min_window. */
     unsigned grown = 2 * n > f->max_filters ? f->max_filters : 2 * n;
     uint64_t shorter = t > f->period_step ? t - f->period_step : 0;
     if (shorter < f->min_period) shorter = f->min_period;
+    if (shorter < window_floor(f, grown)) shorter = window_floor(f, grown);
+    if (shorter > t) shorter = t;
     if (grown != n || shorter != t) {
       set_goal(f, grown, shorter);
       record(f, now, BK_FBF_GROW, fpp);
     }
   } else if (fpp <= 0.1 * f->target_fpp) {
-    /* Additive decrease of filters, additive increase of period. */
-    unsigned fewer = n > f->min_filters ? n - 1 : n;
+    /* Additive decrease of filters, additive increase of period; one filter
+     * fewer only if the rest still cover min_window at the new period. */
     uint64_t longer = t + f->period_step > f->max_period ? f->max_period
                                                           : t + f->period_step;
     if (longer < t) longer = t;
+    unsigned fewer = n > f->min_filters ? n - 1 : n;
+    if (fewer != n && longer < window_floor(f, fewer)) fewer = n;
     if (fewer != n || longer != t) {
       set_goal(f, fewer, longer);
       record(f, now, BK_FBF_SHRINK, fpp);

@@ -16,7 +16,7 @@
 /* Lanes per sweep chunk: a refresh clears a dropped filter chunk by chunk,
  * and inserters help with the chunks they touch (see fbf.c). */
 #define BK__FBF_CHUNK_LANES 4096u
-#define BK__FBF_TRACE_CAP 1024u
+#define BK__FBF_TRACE_CAP 256u
 #define BK__FBF_STRIPES 8u
 
 /*

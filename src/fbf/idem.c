@@ -218,10 +218,15 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
                         .seed = cfg->seed,
                         .allocator = cfg->allocator};
     if (adaptive) {
-      /* Algorithm 3's step: a tenth of the period, at least 1. */
-      fc.period_step = period / 10 ? period / 10 : 1;
-      fc.adapt_interval = fc.period_step;
-      fc.min_period = fc.period_step;
+      /* Algorithm 3's step: a tenth of the period, ticks four times a
+       * period (the thesis ticks every 1 s with t ~ 11 s); the FBF keeps t
+       * long enough for its filters to cover the window. */
+      fc.period_step = cfg->period_step ? cfg->period_step
+                                        : (period / 10 ? period / 10 : 1);
+      fc.adapt_interval = cfg->adapt_interval
+                              ? cfg->adapt_interval
+                              : (period / 4 ? period / 4 : 1);
+      fc.min_period = fc.period_step < period ? fc.period_step : period;
     }
     s = bk_fbf_create(&t->fbf, &fc);
   } else if (s == BK_OK && cfg->strategy == BK_IDEM_RBF) {
@@ -230,7 +235,9 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
     uint64_t m = cfg->m_bits;
     unsigned k = cfg->k;
     if (!m) {
-      s = bk_params_optimal(2 * ops, fpp, &m, &k);
+      unsigned k_opt;
+      s = bk_params_optimal(2 * ops, fpp, &m, &k_opt);
+      if (!k) k = k_opt;
     }
     if (s == BK_OK) {
       bk_rbf_config rc = {.m_bits = m * (n_past + 2),
@@ -290,10 +297,16 @@ bk_status bk_idem_add(bk_idem *t, const void *key, size_t len,
     }
   }
   bool added = true;
+  bk_status fs = BK_OK;
   if (t->fbf)
-    (void)bk_fbf_insert_if_absent_hash(t->fbf, oh, &added);
+    fs = bk_fbf_insert_if_absent_hash(t->fbf, oh, &added);
   else if (t->rbf)
-    (void)bk_rbf_insert_if_absent_hash(t->rbf, oh, &added);
+    fs = bk_rbf_insert_if_absent_hash(t->rbf, oh, &added);
+  if (fs != BK_OK) {
+    bk__free(&t->alloc, fresh);
+    pthread_mutex_unlock(&s->mu);
+    return fs;
+  }
   if (added) {
     if (fresh) {
       e = fresh;
@@ -391,6 +404,8 @@ bk_status bk_idem_info_get(const bk_idem *t, bk_idem_info *out) {
     BK_TRY(bk_fbf_info_get(t->fbf, &fi));
     out->filter_memory = fi.memory;
     out->window_min = fi.window_min;
+    out->n_filters = fi.n_filters;
+    out->refresh_period = fi.refresh_period;
     BK_TRY(bk_fbf_estimated_fpp(t->fbf, BK_FBF_CHECK_DEFAULT, &out->fpp));
   } else if (t->rbf) {
     bk_rbf_info ri;
