@@ -208,14 +208,14 @@ typedef struct bk_fbf_info {
   uint64_t deferred;     /**< refreshes postponed to keep min_window */
   /** Inserts into each filter, future first (index 0) to oldest past. */
   uint64_t inserted[BK_FBF_MAX_FILTERS];
-  /** Set bits in each filter, same order (counted: O(W m / 64)). */
+  /** Set bits in each filter, same order (counted: O(W^2 m / 64)). */
   uint64_t set_bits[BK_FBF_MAX_FILTERS];
   size_t memory; /**< bytes held */
   bk_fbf_check check;
   bool adaptive;
 } bk_fbf_info;
 
-/** Describe the FBF. Errors: BK_EINVAL. Cost: O(W m / 64) (set bits). */
+/** Describe the FBF. Errors: BK_EINVAL. Cost: O(W^2 m / 64) (set bits). */
 BK_API bk_status bk_fbf_info_get(const bk_fbf *f, bk_fbf_info *out);
 
 /** Kinds of resize decisions in the trace. */

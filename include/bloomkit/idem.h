@@ -78,7 +78,7 @@ typedef struct bk_idem_config {
   unsigned k;              /**< explicit hash count (with m_bits) */
   double target_fpp;       /**< FBF_ADAPTIVE / RBF threshold; default fpp */
   unsigned max_filters;    /**< FBF_ADAPTIVE ceiling, default 4 (N + 2) */
-  uint64_t adapt_interval; /**< FBF_ADAPTIVE tick, default t / 4 */
+  uint64_t adapt_interval; /**< FBF_ADAPTIVE tick, default t */
   uint64_t period_step;    /**< FBF_ADAPTIVE step of t, default t / 10 */
   uint64_t start_time;     /**< the caller's clock at creation */
   size_t max_key_len;      /**< default and ceiling BK_IDEM_KEY_MAX */

@@ -869,6 +869,19 @@ bk_status bk_fbf_info_get(const bk_fbf *f, bk_fbf_info *out) {
   return BK_OK;
 }
 
+void bk__fbf_summary(const bk_fbf *f, unsigned *n_filters,
+                     uint64_t *refresh_period, uint64_t *window_min,
+                     size_t *memory) {
+  bk_fbf *mf = (bk_fbf *)f; /* the mutex only */
+  pthread_mutex_lock(&mf->mu);
+  unsigned count = BK__ST_COUNT(__atomic_load_n(&f->state, __ATOMIC_ACQUIRE));
+  *n_filters = count;
+  *refresh_period = f->refresh_period;
+  *window_min = (uint64_t)(count - 1) * f->refresh_period;
+  *memory = sizeof *f + f->region.size + f->chunk_region.size + f->locks.size;
+  pthread_mutex_unlock(&mf->mu);
+}
+
 size_t bk_fbf_trace_count(const bk_fbf *f) {
   if (!f) return 0;
   return f->trace_len < BK__FBF_TRACE_CAP ? f->trace_len : BK__FBF_TRACE_CAP;

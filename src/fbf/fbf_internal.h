@@ -111,6 +111,11 @@ static inline void bk__fbf_count_set(bk_fbf *f, unsigned slot, uint64_t v) {
     __atomic_store_n(&f->inserted[i][slot], i == 0 ? v : 0, __ATOMIC_RELAXED);
 }
 
+/* The cheap part of bk_fbf_info_get (no bit counting), for bk_idem. */
+void bk__fbf_summary(const bk_fbf *f, unsigned *n_filters,
+                     uint64_t *refresh_period, uint64_t *window_min,
+                     size_t *memory);
+
 /* Allocate an FBF with the given geometry (zeroed state). */
 bk_status bk__fbf_alloc(const bk__alloc *al, uint64_t m, unsigned k,
                         unsigned width, bk_fbf **out);

@@ -23,6 +23,7 @@
 #include "bloomkit/rbf.h"
 #include "core/hash_inline.h"
 #include "core/internal.h"
+#include "fbf_internal.h"
 
 #define N_STRIPES 64u
 #define DEFAULT_N_PAST 2u
@@ -218,14 +219,14 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
                         .seed = cfg->seed,
                         .allocator = cfg->allocator};
     if (adaptive) {
-      /* Algorithm 3's step: a tenth of the period, ticks four times a
-       * period (the thesis ticks every 1 s with t ~ 11 s); the FBF keeps t
-       * long enough for its filters to cover the window. */
+      /* Algorithm 3's step: a tenth of the period; one tick a period. The
+       * estimate lags a change of t by about a period (the filters filled
+       * at the old t are still there), and ticking faster made t and the
+       * filter count oscillate (measured with `bloomkit sim counters`: a
+       * t/4 tick lost 7.7x the target, ticking near the window ~1.3x). */
       fc.period_step = cfg->period_step ? cfg->period_step
                                         : (period / 10 ? period / 10 : 1);
-      fc.adapt_interval = cfg->adapt_interval
-                              ? cfg->adapt_interval
-                              : (period / 4 ? period / 4 : 1);
+      fc.adapt_interval = cfg->adapt_interval ? cfg->adapt_interval : period;
       fc.min_period = fc.period_step < period ? fc.period_step : period;
     }
     s = bk_fbf_create(&t->fbf, &fc);
@@ -400,12 +401,8 @@ bk_status bk_idem_info_get(const bk_idem *t, bk_idem_info *out) {
   }
   out->table_memory = table;
   if (t->fbf) {
-    bk_fbf_info fi;
-    BK_TRY(bk_fbf_info_get(t->fbf, &fi));
-    out->filter_memory = fi.memory;
-    out->window_min = fi.window_min;
-    out->n_filters = fi.n_filters;
-    out->refresh_period = fi.refresh_period;
+    bk__fbf_summary(t->fbf, &out->n_filters, &out->refresh_period,
+                    &out->window_min, &out->filter_memory);
     BK_TRY(bk_fbf_estimated_fpp(t->fbf, BK_FBF_CHECK_DEFAULT, &out->fpp));
   } else if (t->rbf) {
     bk_rbf_info ri;
