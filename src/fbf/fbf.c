@@ -597,6 +597,10 @@ static void adapt_tick(bk_fbf *f, uint64_t now) {
 static bk_status advance_locked(bk_fbf *f, uint64_t now) {
   BK_RETURN_IF(now < f->now, BK_EINVAL);
   f->now = now;
+  /* Adaptation ticks one advance replays before it samples the rest: a
+   * clock jump over millions of ticks would otherwise take that long, and
+   * the ticks of a long gap repeat one decision until a bound is hit. */
+  unsigned tick_budget = 4096;
   for (;;) {
     bool tick_due = f->adaptive && f->next_adapt <= now;
     bool refresh_due = f->next_refresh <= now;
@@ -605,6 +609,10 @@ static bk_status advance_locked(bk_fbf *f, uint64_t now) {
       uint64_t at = f->next_adapt;
       adapt_tick(f, at);
       f->next_adapt = sat_add(at, f->adapt_interval);
+      if (--tick_budget == 0 && f->next_adapt <= now) {
+        uint64_t skipped = (now - at) / f->adapt_interval * f->adapt_interval;
+        f->next_adapt = sat_add(at + skipped, f->adapt_interval);
+      }
       if (f->next_adapt == UINT64_MAX && f->next_refresh > now) break;
       continue;
     }
@@ -618,8 +626,9 @@ static bk_status advance_locked(bk_fbf *f, uint64_t now) {
     bool empty = true;
     for (unsigned s = 0; s < f->width && empty; s++)
       if (bk__fbf_count(f, s)) empty = false;
-    if (empty && !f->adaptive && BK__ST_COUNT(st) == f->target_count &&
-        f->next_refresh <= now) {
+    if (empty && BK__ST_COUNT(st) == f->target_count &&
+        f->next_refresh <= now &&
+        (!f->adaptive || f->next_adapt > now)) {
       uint64_t skip = (now - f->next_refresh) / f->refresh_period;
       if (skip > f->width) {
         skip -= skip % f->width; /* keep head where it would be */
