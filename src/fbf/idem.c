@@ -193,6 +193,7 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
   uint64_t ops = cfg->ops_per_period ? cfg->ops_per_period
                                      : DEFAULT_OPS_PER_PERIOD;
   BK_RETURN_IF(cfg->m_bits && !cfg->k, BK_EINVAL);
+  BK_RETURN_IF(ops > (UINT64_MAX >> 2), BK_EINVAL); /* 2 ops must not wrap */
 
   bk_idem *t;
   BK_TRY(new_table(cfg->allocator, &t));
@@ -240,15 +241,19 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
       s = bk_params_optimal(2 * ops, fpp, &m, &k_opt);
       if (!k) k = k_opt;
     }
+    uint64_t total = 0;
+    if (s == BK_OK && (m > BK_BITS_MAX ||
+                       __builtin_mul_overflow(m, (uint64_t)(n_past + 2), &total) ||
+                       total > BK_BITS_MAX))
+      s = BK_EINVAL;
     if (s == BK_OK) {
-      bk_rbf_config rc = {.m_bits = m * (n_past + 2),
+      bk_rbf_config rc = {.m_bits = total,
                           .k = k,
                           .target_fpp = target,
                           .hash_alg = cfg->hash_alg,
                           .seed = cfg->seed,
                           .allocator = cfg->allocator};
-      s = (m * (n_past + 2) > BK_BITS_MAX) ? BK_EINVAL
-                                            : bk_rbf_create(&t->rbf, &rc);
+      s = bk_rbf_create(&t->rbf, &rc);
     }
   }
   if (s != BK_OK) {
@@ -285,6 +290,21 @@ bk_status bk_idem_add(bk_idem *t, const void *key, size_t len,
   pthread_mutex_lock(&s->mu);
   entry *e = find(s, kh.lo, key, len);
   int64_t current = e ? e->value : 0, next;
+  /* A retry is a duplicate whatever its delta would do: look first, so a
+   * retry of an update that took the counter to its limit is answered,
+   * not refused. (The key's lock serialises this with other adds to it.) */
+  bool seen = false;
+  if (t->fbf)
+    (void)bk_fbf_contains_hash(t->fbf, oh, &seen);
+  else if (t->rbf)
+    (void)bk_rbf_contains_hash(t->rbf, oh, &seen);
+  if (seen) {
+    s->duplicates++;
+    pthread_mutex_unlock(&s->mu);
+    if (value) *value = current;
+    if (outcome) *outcome = BK_IDEM_DUPLICATE;
+    return BK_OK;
+  }
   if (__builtin_add_overflow(current, delta, &next)) {
     pthread_mutex_unlock(&s->mu);
     return BK_ERANGE;
@@ -527,6 +547,11 @@ bk_status bk_idem_deserialize(const void *buf, size_t len,
     else
       s = bk_fbf_deserialize(v.payload, (size_t)fsize, allocator, &t->fbf);
     if (s == BK_EVERSION || s == BK_EINVAL) s = BK_ECORRUPT;
+    if (s == BK_OK && t->fbf) {
+      /* The strategy says whether the FBF adapts; the two must agree. */
+      if (t->fbf->adaptive != (strategy == BK_IDEM_FBF_ADAPTIVE))
+        s = BK_ECORRUPT;
+    }
   }
   size_t pos = (size_t)fsize, end = (size_t)v.payload_len;
   const unsigned char *q = v.payload;
