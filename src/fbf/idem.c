@@ -57,6 +57,7 @@ struct bk_idem {
   uint64_t seed;
   bk_fbf *fbf;
   bk_rbf *rbf;
+  uint64_t now; /* the clock when there is no FBF (atomic) */
   stripe stripes[N_STRIPES];
 };
 
@@ -399,6 +400,12 @@ bk_status bk_idem_iterate(const bk_idem *t,
 bk_status bk_idem_advance(bk_idem *t, uint64_t now) {
   BK_RETURN_IF(!t, BK_EINVAL);
   if (t->fbf) return bk_fbf_advance(t->fbf, now);
+  /* No filter clock: keep one so time going backwards is still refused. */
+  uint64_t seen = __atomic_load_n(&t->now, __ATOMIC_RELAXED);
+  do {
+    BK_RETURN_IF(now < seen, BK_EINVAL);
+  } while (!__atomic_compare_exchange_n(&t->now, &seen, now, true,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED));
   return BK_OK;
 }
 
@@ -465,36 +472,55 @@ bk_status bk_idem_serialized_size(const bk_idem *t, size_t *out) {
   return BK_OK;
 }
 
+static void lock_all(const bk_idem *t) {
+  for (unsigned i = 0; i < N_STRIPES; i++)
+    pthread_mutex_lock((pthread_mutex_t *)&t->stripes[i].mu);
+}
+
+static void unlock_all(const bk_idem *t) {
+  for (unsigned i = N_STRIPES; i-- > 0;)
+    pthread_mutex_unlock((pthread_mutex_t *)&t->stripes[i].mu);
+}
+
+static bk_status serialize_locked(const bk_idem *t, unsigned char *p,
+                                  size_t cap, size_t *written);
+
+/* The snapshot holds every stripe's lock (taken in order, as no add ever
+ * holds two), so the filter and the values it writes agree: an add is in
+ * both or in neither, and a replay of the log after restore is exact. */
 bk_status bk_idem_serialize(const bk_idem *t, void *buf, size_t cap,
                             size_t *written) {
   BK_RETURN_IF(!t || !buf || !written, BK_EINVAL);
+  lock_all(t);
+  bk_status s = serialize_locked(t, buf, cap, written);
+  unlock_all(t);
+  return s;
+}
+
+static bk_status serialize_locked(const bk_idem *t, unsigned char *p,
+                                  size_t cap, size_t *written) {
   size_t fsize, fw = 0;
   BK_TRY(filter_size(t, &fsize));
   size_t header = IDEM_HEADER_LEN;
   BK_RETURN_IF(cap < header + fsize + BK__TRAILER_SIZE, BK_EINVAL);
-  unsigned char *p = buf;
   if (t->fbf) BK_TRY(bk_fbf_serialize(t->fbf, p + header, fsize, &fw));
   if (t->rbf) BK_TRY(bk_rbf_serialize(t->rbf, p + header, fsize, &fw));
   size_t pos = header + fw;
   uint64_t keys = 0, applied = 0, duplicates = 0;
   for (unsigned i = 0; i < N_STRIPES; i++) {
-    stripe *s = (stripe *)&t->stripes[i];
-    pthread_mutex_lock(&s->mu);
+    const stripe *s = &t->stripes[i];
     applied += s->applied;
     duplicates += s->duplicates;
     for (uint64_t b = 0; b < s->n_buckets; b++)
       for (entry *e = s->buckets[b]; e; e = e->next) {
-        if (cap - pos < 12 + (size_t)e->len + BK__TRAILER_SIZE) {
-          pthread_mutex_unlock(&s->mu);
+        if (cap - pos < 12 + (size_t)e->len + BK__TRAILER_SIZE)
           return BK_EINVAL; /* the table grew since serialized_size */
-        }
         bk__store_le32(p + pos, e->len);
         memcpy(p + pos + 4, e->key, e->len);
         bk__store_le64(p + pos + 4 + e->len, (uint64_t)e->value);
         pos += 12 + e->len;
         keys++;
       }
-    pthread_mutex_unlock(&s->mu);
   }
   bk__format_write_prefix(p, IDEM_VERSION, BK__TYPE_IDEM, IDEM_HEADER_LEN,
                           pos - IDEM_HEADER_LEN);

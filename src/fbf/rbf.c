@@ -188,7 +188,11 @@ bk_status bk_rbf_serialize(const bk_rbf *r, void *buf, size_t cap,
                             &bloom_written));
   bk__format_write_prefix(p, RBF_VERSION, BK__TYPE_RBF, RBF_HEADER_LEN,
                           bloom_written);
-  bk__store_le64(p + 24, __atomic_load_n(&r->inserted, __ATOMIC_RELAXED));
+  /* Mid-recycle the count may stand at the threshold for a moment; saved
+   * as threshold - 1, the restored filter recycles on its next insert. */
+  uint64_t inserted = __atomic_load_n(&r->inserted, __ATOMIC_RELAXED);
+  if (inserted >= r->threshold) inserted = r->threshold - 1;
+  bk__store_le64(p + 24, inserted);
   bk__store_le64(p + 32, r->threshold);
   bk__store_le64(p + 40, __atomic_load_n(&r->recycles, __ATOMIC_RELAXED));
   bk__format_write_trailer(p, RBF_HEADER_LEN + bloom_written);
