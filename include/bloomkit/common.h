@@ -34,24 +34,25 @@ extern "C" {
  * The status list. Values are ABI: append new codes at the end with the next
  * free negative number; never renumber or reuse one.
  */
-#define BK_STATUS_MAP(X)                                                      \
-  X(OK, 0, "success")                                                         \
-  X(EINVAL, -1, "invalid argument")                                           \
-  X(ENOMEM, -2, "out of memory")                                              \
-  X(EFULL, -3, "structure is full")                                           \
-  X(ENOTFOUND, -4, "not found")                                               \
-  X(ECORRUPT, -5, "corrupt or truncated serialized data")                     \
-  X(EIO, -6, "input/output error")                                            \
-  X(EVERSION, -7, "unsupported format version")                               \
-  X(EMISMATCH, -8, "structures are not compatible")                           \
-  X(EUNDECODABLE, -9, "value cannot be decoded")                              \
-  X(ESATURATED, -10, "counter is saturated")                                  \
-  X(EUNDERFLOW, -11, "counter is already zero")                               \
-  X(ERANGE, -12, "value out of range")                                        \
-  X(EBUSY, -13, "resource busy")                                              \
+#define BK_STATUS_MAP(X)                                  \
+  X(OK, 0, "success")                                     \
+  X(EINVAL, -1, "invalid argument")                       \
+  X(ENOMEM, -2, "out of memory")                          \
+  X(EFULL, -3, "structure is full")                       \
+  X(ENOTFOUND, -4, "not found")                           \
+  X(ECORRUPT, -5, "corrupt or truncated serialized data") \
+  X(EIO, -6, "input/output error")                        \
+  X(EVERSION, -7, "unsupported format version")           \
+  X(EMISMATCH, -8, "structures are not compatible")       \
+  X(EUNDECODABLE, -9, "value cannot be decoded")          \
+  X(ESATURATED, -10, "counter is saturated")              \
+  X(EUNDERFLOW, -11, "counter is already zero")           \
+  X(ERANGE, -12, "value out of range")                    \
+  X(EBUSY, -13, "resource busy")                          \
   X(ESTATE, -14, "operation not valid in the current state")
 
-/** Result of every fallible bloomkit function: BK_OK (0) or a negative error. */
+/** Result of every fallible bloomkit function: BK_OK (0) or a negative error.
+ */
 typedef enum bk_status {
 #define BK__STATUS_ENUM(name, value, text) BK_##name = value,
   BK_STATUS_MAP(BK__STATUS_ENUM)

@@ -110,8 +110,7 @@ BK_API bk_status bk_counters_add_merge(bk_counters *dst,
 BK_API bk_status bk_counters_clear_all(bk_counters *c);
 
 /** Bytes bk_counters_serialize() will write. Errors: BK_EINVAL (NULL). */
-BK_API bk_status bk_counters_serialized_size(const bk_counters *c,
-                                             size_t *out);
+BK_API bk_status bk_counters_serialized_size(const bk_counters *c, size_t *out);
 
 /**
  * Write the array in the common serialized form. Errors: BK_EINVAL (NULL

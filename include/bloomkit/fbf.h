@@ -70,20 +70,20 @@ typedef struct bk_fbf_config {
    * forgotten, across every refresh and resize. 0: (N + 1) t. Must be at
    * most (N + 1) t. */
   uint64_t min_window;
-  uint64_t start_time;  /**< the caller's clock at creation */
-  bk_fbf_check check;   /**< default BK_FBF_CHECK_OPTIMIZED */
+  uint64_t start_time; /**< the caller's clock at creation */
+  bk_fbf_check check;  /**< default BK_FBF_CHECK_OPTIMIZED */
 
   /* Adaptive resizing (thesis Sec. 3.5, Algorithm 3). */
-  bool adaptive;            /**< run Algorithm 3 on each adaptation tick */
-  double target_fpp;        /**< in (0, 1); default fpp */
-  uint64_t adapt_interval;  /**< tick period; default 1000 (1 s in ms) */
-  uint64_t period_step;     /**< t -= / += step; default 1000 (1 s in ms) */
-  uint64_t min_period;      /**< floor for t; default max(step, 1) */
-  uint64_t max_period;      /**< ceiling for t; default t (never above the
-                                 configured period) */
-  unsigned min_filters;     /**< floor for N + 2; default N + 2 */
-  unsigned max_filters;     /**< ceiling (lane width); default N + 2, or
-                                 min(4 (N + 2), 64) when adaptive */
+  bool adaptive;           /**< run Algorithm 3 on each adaptation tick */
+  double target_fpp;       /**< in (0, 1); default fpp */
+  uint64_t adapt_interval; /**< tick period; default 1000 (1 s in ms) */
+  uint64_t period_step;    /**< t -= / += step; default 1000 (1 s in ms) */
+  uint64_t min_period;     /**< floor for t; default max(step, 1) */
+  uint64_t max_period;     /**< ceiling for t; default t (never above the
+                                configured period) */
+  unsigned min_filters;    /**< floor for N + 2; default N + 2 */
+  unsigned max_filters;    /**< ceiling (lane width); default N + 2, or
+                                min(4 (N + 2), 64) when adaptive */
 
   bk_hash_alg hash_alg; /**< default XXH3 */
   uint64_t seed;
@@ -117,8 +117,8 @@ BK_API bk_status bk_fbf_insert_hash(bk_fbf *f, bk_hash h);
  * Check and insert as one linearizable step; *added = true when the element
  * was not found and has been inserted. Errors: BK_EINVAL.
  */
-BK_API bk_status bk_fbf_insert_if_absent(bk_fbf *f, const void *key,
-                                         size_t len, bool *added);
+BK_API bk_status bk_fbf_insert_if_absent(bk_fbf *f, const void *key, size_t len,
+                                         bool *added);
 BK_API bk_status bk_fbf_insert_if_absent_hash(bk_fbf *f, bk_hash h,
                                               bool *added);
 
@@ -194,10 +194,10 @@ BK_API bk_status bk_fbf_estimated_fpp_eq43(const bk_fbf *f, bk_fbf_check check,
 typedef struct bk_fbf_info {
   uint64_t m_bits;
   unsigned k;
-  unsigned n_filters;   /**< N + 2 in use now */
-  unsigned n_past;      /**< N */
+  unsigned n_filters;      /**< N + 2 in use now */
+  unsigned n_past;         /**< N */
   unsigned target_filters; /**< where resizing is heading */
-  unsigned max_filters; /**< lane width W */
+  unsigned max_filters;    /**< lane width W */
   uint64_t refresh_period;
   uint64_t min_window;
   uint64_t now;          /**< latest time seen */
@@ -229,8 +229,8 @@ typedef enum bk_fbf_action {
 typedef struct bk_fbf_resize_event {
   uint64_t time;
   bk_fbf_action action;
-  double estimated_fpp;   /**< at the tick, before the decision */
-  unsigned n_filters;     /**< N + 2 goal after the decision */
+  double estimated_fpp;    /**< at the tick, before the decision */
+  unsigned n_filters;      /**< N + 2 goal after the decision */
   uint64_t refresh_period; /**< t after the decision */
 } bk_fbf_resize_event;
 

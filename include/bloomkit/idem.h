@@ -136,13 +136,13 @@ BK_API bk_status bk_idem_advance(bk_idem *t, uint64_t now);
 typedef struct bk_idem_info {
   bk_idem_strategy strategy;
   uint64_t keys;
-  uint64_t applied;    /**< updates applied */
-  uint64_t duplicates; /**< updates dismissed as duplicates */
-  size_t filter_memory; /**< bytes of the duplicate filter */
-  size_t table_memory;  /**< bytes of the counters and keys */
-  double fpp;           /**< the filter's current estimated fpp (0: NONE) */
-  uint64_t window_min;  /**< ids are kept at least this long (0: NONE/RBF) */
-  unsigned n_filters;   /**< FBF constituent filters in use now (0: none) */
+  uint64_t applied;        /**< updates applied */
+  uint64_t duplicates;     /**< updates dismissed as duplicates */
+  size_t filter_memory;    /**< bytes of the duplicate filter */
+  size_t table_memory;     /**< bytes of the counters and keys */
+  double fpp;              /**< the filter's current estimated fpp (0: NONE) */
+  uint64_t window_min;     /**< ids are kept at least this long (0: NONE/RBF) */
+  unsigned n_filters;      /**< FBF constituent filters in use now (0: none) */
   uint64_t refresh_period; /**< FBF refresh period now (0: none) */
 } bk_idem_info;
 

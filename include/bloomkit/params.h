@@ -67,8 +67,7 @@ BK_API bk_status bk_params_fpp_blocked(uint64_t m_bits, unsigned k, uint64_t n,
  * floor(-m (ln 2)^2 / ln p). Errors: BK_EINVAL (NULL out, m == 0, p outside
  * (0, 1)), BK_ERANGE (the capacity does not fit in 64 bits, p near 1).
  */
-BK_API bk_status bk_params_p_capacity(uint64_t m_bits, double p,
-                                      uint64_t *out);
+BK_API bk_status bk_params_p_capacity(uint64_t m_bits, double p, uint64_t *out);
 
 /**
  * Bits per element an optimally configured filter needs for target p:

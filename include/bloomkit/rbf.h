@@ -24,11 +24,11 @@ extern "C" {
 typedef struct bk_rbf bk_rbf;
 
 typedef struct bk_rbf_config {
-  uint64_t m_bits;    /**< size in bits (k then required), or: */
+  uint64_t m_bits; /**< size in bits (k then required), or: */
   unsigned k;
-  uint64_t capacity;  /**< elements, sized with fpp when m_bits is 0 */
-  double fpp;         /**< sizing target; default 0.01 */
-  double target_fpp;  /**< recycle threshold; default fpp */
+  uint64_t capacity; /**< elements, sized with fpp when m_bits is 0 */
+  double fpp;        /**< sizing target; default 0.01 */
+  double target_fpp; /**< recycle threshold; default fpp */
   bk_hash_alg hash_alg;
   uint64_t seed;
   const bk_allocator *allocator;
@@ -49,8 +49,8 @@ BK_API bk_status bk_rbf_hash(const bk_rbf *r, const void *key, size_t len,
 BK_API bk_status bk_rbf_insert(bk_rbf *r, const void *key, size_t len);
 BK_API bk_status bk_rbf_insert_hash(bk_rbf *r, bk_hash h);
 /** Linearizable check-and-insert (as bk_bloom_add_if_absent). */
-BK_API bk_status bk_rbf_insert_if_absent(bk_rbf *r, const void *key,
-                                         size_t len, bool *added);
+BK_API bk_status bk_rbf_insert_if_absent(bk_rbf *r, const void *key, size_t len,
+                                         bool *added);
 BK_API bk_status bk_rbf_insert_if_absent_hash(bk_rbf *r, bk_hash h,
                                               bool *added);
 BK_API bk_status bk_rbf_contains(const bk_rbf *r, const void *key, size_t len,

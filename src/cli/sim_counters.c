@@ -126,7 +126,8 @@
 #define MAX_SWEEP 64u
 #define N_STRATEGIES 4u
 
-/* ---- errors ---------------------------------------------------------------- */
+/* ---- errors ----------------------------------------------------------------
+ */
 
 /* Every bloomkit call goes through this: on error, name the call and the
  * status, and leave through the function's `fail` label (exit status 1). */
@@ -139,7 +140,8 @@
     }                                                                      \
   } while (0)
 
-/* ---- randomness: splitmix64 ------------------------------------------------ */
+/* ---- randomness: splitmix64 ------------------------------------------------
+ */
 
 #define SPLITMIX_GAMMA UINT64_C(0x9e3779b97f4a7c15)
 
@@ -209,7 +211,7 @@ typedef struct options {
   unsigned fbf_k;
   unsigned n_past;
   double target_fpp;
-  double size_rate; /* 0: the load's peak rate */
+  double size_rate;     /* 0: the load's peak rate */
   unsigned max_filters; /* 0: bk_idem's default */
   uint64_t sample_ms;
   /* what to run */
@@ -265,7 +267,8 @@ static void format_delay(const delay_dist *d, char *buf, size_t cap) {
   snprintf(buf, cap, "?");
 }
 
-/* ---- load shapes ----------------------------------------------------------- */
+/* ---- load shapes -----------------------------------------------------------
+ */
 
 /* Lambda(t): expected arrivals by time t (seconds). */
 static double cumulative(const options *o, double duration_s, double t) {
@@ -329,7 +332,8 @@ static double load_duration(const options *o) {
   return n / o->rate;
 }
 
-/* ---- the op stream --------------------------------------------------------- */
+/* ---- the op stream ---------------------------------------------------------
+ */
 
 typedef struct op {
   uint64_t client;
@@ -383,8 +387,9 @@ static int push_attempt(stream *s, uint64_t *cap, uint64_t time_ms,
   if (s->n_attempts == *cap) {
     if (*cap >= MAX_ATTEMPTS) {
       fprintf(stderr,
-              PROG ": more than %u delivered attempts; lower --ack-loss or "
-                   "--ops, or lengthen --retry-delay\n",
+              PROG
+              ": more than %u delivered attempts; lower --ack-loss or "
+              "--ops, or lengthen --retry-delay\n",
               MAX_ATTEMPTS);
       return 1;
     }
@@ -459,7 +464,8 @@ fail:
   return 1;
 }
 
-/* ---- one strategy over the stream ----------------------------------------- */
+/* ---- one strategy over the stream -----------------------------------------
+ */
 
 typedef struct result {
   bk_idem_strategy strategy;
@@ -498,8 +504,8 @@ static int shape_filters(const options *o, filter_shape *fs) {
   double per = ceil(rate * (double)fs->period_ms / 1000.0);
   fs->ops_per_period = per < 1.0 ? 1u : (uint64_t)per;
   /* What bk_idem derives (for the header and filter_bits). */
-  TRY_BK(bk_params_optimal(2 * fs->ops_per_period, o->target_fpp, &fs->m,
-                           &fs->k));
+  TRY_BK(
+      bk_params_optimal(2 * fs->ops_per_period, o->target_fpp, &fs->m, &fs->k));
   return 0;
 fail:
   return 1;
@@ -543,8 +549,7 @@ static int run_strategy(const options *o, const stream *s,
       .m_bits = o->fbf_m,
       .k = o->fbf_m ? o->fbf_k : 0,
       .target_fpp = o->target_fpp,
-      .max_filters =
-          strategy == BK_IDEM_FBF_ADAPTIVE ? o->max_filters : 0,
+      .max_filters = strategy == BK_IDEM_FBF_ADAPTIVE ? o->max_filters : 0,
       .start_time = 0,
       .expected_keys = o->keys,
       .hash_alg = BK_HASH_XXH3,
@@ -597,12 +602,12 @@ static int run_strategy(const options *o, const stream *s,
       info.applied != applications ||
       info.duplicates != s->n_attempts - applications) {
     fprintf(stderr,
-            PROG ": %s: inconsistent totals: counters sum %lld, %llu "
-                 "applications seen, table says %llu applied and %llu "
-                 "duplicates of %llu attempts\n",
+            PROG
+            ": %s: inconsistent totals: counters sum %lld, %llu "
+            "applications seen, table says %llu applied and %llu "
+            "duplicates of %llu attempts\n",
             strategy_name(strategy), (long long)res->final,
-            (unsigned long long)applications,
-            (unsigned long long)info.applied,
+            (unsigned long long)applications, (unsigned long long)info.applied,
             (unsigned long long)info.duplicates,
             (unsigned long long)s->n_attempts);
     goto fail;
@@ -628,7 +633,8 @@ fail:
   return 1;
 }
 
-/* ---- output ------------------------------------------------------------------ */
+/* ---- output
+ * ------------------------------------------------------------------ */
 
 static void print_header(const options *o, const stream *s,
                          const filter_shape *fs) {
@@ -643,33 +649,36 @@ static void print_header(const options *o, const stream *s,
     printf(", %g ops/s in the last %llu ms of every %llu ms",
            o->rate * o->burst_factor, (unsigned long long)o->burst_ms,
            (unsigned long long)o->burst_every_ms);
-  printf(", over %.3f s; %llu clients, %llu keys, delta %+lld\n",
-         s->duration_s, (unsigned long long)o->clients,
-         (unsigned long long)o->keys, (long long)o->delta);
-  printf("# ack loss %g, retry delay %s ms, client timeout %llu ms: %llu "
-         "attempts delivered = %llu ops + %llu retries (at most %llu of one "
-         "op), last at %.3f s\n",
-         o->ack_loss, delay, (unsigned long long)o->timeout_ms,
-         (unsigned long long)s->n_attempts, (unsigned long long)s->n_ops,
-         (unsigned long long)(s->n_attempts - s->n_ops),
-         (unsigned long long)s->max_retries, (double)s->last_ms / 1000.0);
+  printf(", over %.3f s; %llu clients, %llu keys, delta %+lld\n", s->duration_s,
+         (unsigned long long)o->clients, (unsigned long long)o->keys,
+         (long long)o->delta);
+  printf(
+      "# ack loss %g, retry delay %s ms, client timeout %llu ms: %llu "
+      "attempts delivered = %llu ops + %llu retries (at most %llu of one "
+      "op), last at %.3f s\n",
+      o->ack_loss, delay, (unsigned long long)o->timeout_ms,
+      (unsigned long long)s->n_attempts, (unsigned long long)s->n_ops,
+      (unsigned long long)(s->n_attempts - s->n_ops),
+      (unsigned long long)s->max_retries, (double)s->last_ms / 1000.0);
   printf("# filters: N=%u past, t=%llu ms (ids kept >= %llu ms), ", o->n_past,
-         (unsigned long long)fs->period_ms,
-         (unsigned long long)o->timeout_ms);
+         (unsigned long long)fs->period_ms, (unsigned long long)o->timeout_ms);
   if (fs->ops_per_period)
     printf("sized for %g ops/s = %llu ops/period at fpp %g -> ",
            o->size_rate > 0.0 ? o->size_rate : peak_rate(o),
            (unsigned long long)fs->ops_per_period, o->target_fpp);
-  printf("m=%llu bits k=%u per FBF filter; RBF %llu bits k=%u; target fpp "
-         "%g",
-         (unsigned long long)fs->m, fs->k,
-         (unsigned long long)(fs->m * (o->n_past + 2)), fs->k, o->target_fpp);
-  if (o->max_filters) printf("; FBF_ADAPTIVE at most %u filters", o->max_filters);
+  printf(
+      "m=%llu bits k=%u per FBF filter; RBF %llu bits k=%u; target fpp "
+      "%g",
+      (unsigned long long)fs->m, fs->k,
+      (unsigned long long)(fs->m * (o->n_past + 2)), fs->k, o->target_fpp);
+  if (o->max_filters)
+    printf("; FBF_ADAPTIVE at most %u filters", o->max_filters);
   printf("\n");
-  printf("# fpp_end: bk_idem_info fpp after the last attempt; fpp_max: its "
-         "largest value sampled every %llu ms (before the clock moves) and "
-         "at the end\n",
-         (unsigned long long)o->sample_ms);
+  printf(
+      "# fpp_end: bk_idem_info fpp after the last attempt; fpp_max: its "
+      "largest value sampled every %llu ms (before the clock moves) and "
+      "at the end\n",
+      (unsigned long long)o->sample_ms);
 }
 
 static void print_table(const result *r, size_t n, uint64_t n_ops) {
@@ -683,40 +692,40 @@ static void print_table(const result *r, size_t n, uint64_t n_ops) {
       snprintf(target, sizeof target, "%.3g", r[i].target);
     else
       snprintf(target, sizeof target, "-");
-    printf("%-13s %10lld %10lld %+8.3f %9llu %9llu %8llu %9llu %9.3g %12zu "
-           "%9.3g %9.3g %9s %8llu\n",
-           strategy_name(r[i].strategy), (long long)r[i].expected,
-           (long long)r[i].final, r[i].error_pct,
-           (unsigned long long)r[i].dups_dismissed,
-           (unsigned long long)r[i].fp_dismissed,
-           (unsigned long long)r[i].ops_lost,
-           (unsigned long long)r[i].retries_applied,
-           (double)r[i].fp_dismissed / (double)n_ops,
-           r[i].filter_bytes, r[i].fpp_end, r[i].fpp_max, target,
-           (unsigned long long)r[i].filter_bits);
+    printf(
+        "%-13s %10lld %10lld %+8.3f %9llu %9llu %8llu %9llu %9.3g %12zu "
+        "%9.3g %9.3g %9s %8llu\n",
+        strategy_name(r[i].strategy), (long long)r[i].expected,
+        (long long)r[i].final, r[i].error_pct,
+        (unsigned long long)r[i].dups_dismissed,
+        (unsigned long long)r[i].fp_dismissed,
+        (unsigned long long)r[i].ops_lost,
+        (unsigned long long)r[i].retries_applied,
+        (double)r[i].fp_dismissed / (double)n_ops, r[i].filter_bytes,
+        r[i].fpp_end, r[i].fpp_max, target,
+        (unsigned long long)r[i].filter_bits);
   }
 }
 
-#define CSV_COLUMNS                                                        \
+#define CSV_COLUMNS                                                         \
   "strategy,expected,final,error_pct,dups_dismissed,fp_dismissed,fp_first," \
   "ops_lost,retries_applied,fp_per_op,filter_bytes,filter_bits,fpp_end,"    \
   "fpp_max,target_fpp"
 
 static void print_csv_row(const result *r, uint64_t n_ops) {
-  printf("%s,%lld,%lld,%.6f,%llu,%llu,%llu,%llu,%llu,%.6g,%zu,%llu,%.6g,%.6g,"
-         "%.6g\n",
-         strategy_name(r->strategy), (long long)r->expected,
-         (long long)r->final, r->error_pct,
-         (unsigned long long)r->dups_dismissed,
-         (unsigned long long)r->fp_dismissed,
-         (unsigned long long)r->fp_first, (unsigned long long)r->ops_lost,
-         (unsigned long long)r->retries_applied,
-         (double)r->fp_dismissed / (double)n_ops, r->filter_bytes,
-         (unsigned long long)r->filter_bits, r->fpp_end, r->fpp_max,
-         r->target);
+  printf(
+      "%s,%lld,%lld,%.6f,%llu,%llu,%llu,%llu,%llu,%.6g,%zu,%llu,%.6g,%.6g,"
+      "%.6g\n",
+      strategy_name(r->strategy), (long long)r->expected, (long long)r->final,
+      r->error_pct, (unsigned long long)r->dups_dismissed,
+      (unsigned long long)r->fp_dismissed, (unsigned long long)r->fp_first,
+      (unsigned long long)r->ops_lost, (unsigned long long)r->retries_applied,
+      (double)r->fp_dismissed / (double)n_ops, r->filter_bytes,
+      (unsigned long long)r->filter_bits, r->fpp_end, r->fpp_max, r->target);
 }
 
-/* ---- runs -------------------------------------------------------------------- */
+/* ---- runs
+ * -------------------------------------------------------------------- */
 
 static int run_once(const options *o) {
   filter_shape fs;
@@ -731,12 +740,12 @@ static int run_once(const options *o) {
     goto done;
   }
   for (size_t i = 0; i < o->n_strategies; i++)
-    if (run_strategy(o, &s, &fs, o->strategies[i], applied, &res[i]))
-      goto done;
+    if (run_strategy(o, &s, &fs, o->strategies[i], applied, &res[i])) goto done;
   print_header(o, &s, &fs);
   if (o->csv) {
     printf(CSV_COLUMNS "\n");
-    for (size_t i = 0; i < o->n_strategies; i++) print_csv_row(&res[i], s.n_ops);
+    for (size_t i = 0; i < o->n_strategies; i++)
+      print_csv_row(&res[i], s.n_ops);
   } else {
     print_table(res, o->n_strategies, s.n_ops);
   }
@@ -753,21 +762,23 @@ static int run_sweep(const options *base) {
   if (shape_filters(&o, &fs)) return 1;
   char delay[96];
   format_delay(&o.delay, delay, sizeof delay);
-  printf("# " PROG " --sweep-retry: seed %llu; load %s, %llu ops, base rate "
+  printf("# " PROG
+         " --sweep-retry: seed %llu; load %s, %llu ops, base rate "
          "%g ops/s, %llu clients, %llu keys; retry delay %s ms, timeout %llu "
          "ms\n",
          (unsigned long long)o.seed, load_name(o.load),
          (unsigned long long)o.ops, o.rate, (unsigned long long)o.clients,
          (unsigned long long)o.keys, delay, (unsigned long long)o.timeout_ms);
-  printf("# filters: N=%u, t=%llu ms, FBF m=%llu bits k=%u per filter (%llu "
-         "bits in all), RBF %llu bits k=%u (equal memory), target fpp %g\n",
-         o.n_past, (unsigned long long)fs.period_ms,
-         (unsigned long long)fs.m, fs.k,
-         (unsigned long long)(fs.m * (o.n_past + 2)),
-         (unsigned long long)(fs.m * (o.n_past + 2)), fs.k, o.target_fpp);
-  printf("# ack_loss: share of acks lost (each lost ack -> one retry); "
-         "retries: delivered retries; fpp_max sampled every %llu ms\n",
-         (unsigned long long)o.sample_ms);
+  printf(
+      "# filters: N=%u, t=%llu ms, FBF m=%llu bits k=%u per filter (%llu "
+      "bits in all), RBF %llu bits k=%u (equal memory), target fpp %g\n",
+      o.n_past, (unsigned long long)fs.period_ms, (unsigned long long)fs.m,
+      fs.k, (unsigned long long)(fs.m * (o.n_past + 2)),
+      (unsigned long long)(fs.m * (o.n_past + 2)), fs.k, o.target_fpp);
+  printf(
+      "# ack_loss: share of acks lost (each lost ack -> one retry); "
+      "retries: delivered retries; fpp_max sampled every %llu ms\n",
+      (unsigned long long)o.sample_ms);
   printf("ack_loss,retries,retries_per_op," CSV_COLUMNS "\n");
   uint32_t *applied = malloc((size_t)o.ops * sizeof *applied);
   if (!applied) {
@@ -797,7 +808,8 @@ static int run_sweep(const options *base) {
   return status;
 }
 
-/* ---- command line ---------------------------------------------------------- */
+/* ---- command line ----------------------------------------------------------
+ */
 
 static void help(FILE *out) {
   fprintf(
@@ -853,7 +865,8 @@ static void help(FILE *out) {
       "  --seed N             run seed (default %u)\n"
       "  --sweep-retry LIST   Fig. 6.9: one CSV row per (ack-loss value,\n"
       "                       strategy), e.g. %s. Unless given,\n"
-      "                       the sweep uses --fbf-m %u --fbf-k %u --n-past %u\n"
+      "                       the sweep uses --fbf-m %u --fbf-k %u --n-past "
+      "%u\n"
       "                       --target-fpp %g --rate %g --ops %u --timeout %u\n"
       "                       --strategies RBF,FBF\n"
       "                       (always CSV)\n"
@@ -1038,8 +1051,7 @@ static int parse_options(int argc, char **argv, options *o, bool *want_help) {
                            VAL(v));
       o->set_ops = true;
     } else if (match_option(argc, argv, &i, "--clients", &v)) {
-      if (!parse_u64(v, &o->clients) || o->clients == 0 ||
-          o->clients > MAX_OPS)
+      if (!parse_u64(v, &o->clients) || o->clients == 0 || o->clients > MAX_OPS)
         return usage_error(
             "--clients needs an integer in 1..100000000, got '%s'", VAL(v));
     } else if (match_option(argc, argv, &i, "--keys", &v)) {
@@ -1047,8 +1059,8 @@ static int parse_options(int argc, char **argv, options *o, bool *want_help) {
         return usage_error("--keys needs an integer in 1..1000000, got '%s'",
                            VAL(v));
     } else if (match_option(argc, argv, &i, "--delta", &v)) {
-      if (!parse_i64(v, &o->delta) || o->delta == 0 ||
-          o->delta > MAX_DELTA || o->delta < -MAX_DELTA)
+      if (!parse_i64(v, &o->delta) || o->delta == 0 || o->delta > MAX_DELTA ||
+          o->delta < -MAX_DELTA)
         return usage_error(
             "--delta needs a nonzero integer within +-1000000, got '%s'",
             VAL(v));
@@ -1172,8 +1184,7 @@ static int check_options(options *o) {
     return usage_error("--max-filters must be at least --n-past + 2%s", "");
   if (o->fbf_m && o->fbf_m * (o->n_past + 2) > ((uint64_t)1 << 40))
     return usage_error("--fbf-m times (--n-past + 2) exceeds 2^40 bits%s", "");
-  if (o->ops > UINT32_MAX)
-    return usage_error("--ops is too large%s", "");
+  if (o->ops > UINT32_MAX) return usage_error("--ops is too large%s", "");
   return 0;
 }
 
@@ -1232,7 +1243,8 @@ static int sim_counters(int argc, char **argv) {
   return status;
 }
 
-/* ---- `bloomkit sim` ---------------------------------------------------------- */
+/* ---- `bloomkit sim`
+ * ---------------------------------------------------------- */
 
 typedef struct simulation {
   const char *name;

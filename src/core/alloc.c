@@ -75,7 +75,8 @@ bk_status bk__region_alloc(const bk__alloc *al, size_t size, bk__region *out) {
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED) return BK_ENOMEM;
     uintptr_t start = (uintptr_t)base;
-    uintptr_t aligned = (start + BK__HUGE_PAGE - 1) & ~(uintptr_t)(BK__HUGE_PAGE - 1);
+    uintptr_t aligned =
+        (start + BK__HUGE_PAGE - 1) & ~(uintptr_t)(BK__HUGE_PAGE - 1);
     size_t head = aligned - start;
     size_t map_len = (size + 4095) & ~(size_t)4095;
     if (head) munmap(base, head);
@@ -105,8 +106,8 @@ bk_status bk__region_alloc(const bk__alloc *al, size_t size, bk__region *out) {
   BK_RETURN_IF(!bk__add_ok(size, BK_CACHE_LINE, &want), BK_EINVAL);
   void *base = al->a.alloc(al->a.ctx, want);
   if (!base) return BK_ENOMEM;
-  uintptr_t aligned = ((uintptr_t)base + BK_CACHE_LINE - 1) &
-                      ~(uintptr_t)(BK_CACHE_LINE - 1);
+  uintptr_t aligned =
+      ((uintptr_t)base + BK_CACHE_LINE - 1) & ~(uintptr_t)(BK_CACHE_LINE - 1);
   out->data = (void *)aligned;
   out->base = base;
   out->size = size;

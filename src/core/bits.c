@@ -50,7 +50,9 @@ void bk_bits_destroy(bk_bits *bits) {
   bk__free(&al, bits);
 }
 
-uint64_t bk_bits_size(const bk_bits *bits) { return bits ? bits->n_bits : 0; }
+uint64_t bk_bits_size(const bk_bits *bits) {
+  return bits ? bits->n_bits : 0;
+}
 
 size_t bk_bits_memory(const bk_bits *bits) {
   return bits ? sizeof *bits + bits->region.size : 0;
@@ -144,7 +146,8 @@ void bk__words_load(uint64_t *w, const unsigned char *p, uint64_t n_words) {
 
 /* Serialized parameters (after the 24-byte prefix):
  *   24  u64  n_bits
- * payload: ceil(n_bits / 64) little-endian u64 words; bits past n_bits are 0. */
+ * payload: ceil(n_bits / 64) little-endian u64 words; bits past n_bits are 0.
+ */
 bk_status bk_bits_serialized_size(const bk_bits *bits, size_t *out) {
   BK_RETURN_IF(!bits || !out, BK_EINVAL);
   *out = BITS_HEADER_LEN + (size_t)bits->n_words * 8 + BK__TRAILER_SIZE;
@@ -179,8 +182,8 @@ bk_status bk_bits_deserialize(const void *buf, size_t len,
                               const bk_allocator *allocator, bk_bits **out) {
   BK_RETURN_IF(!buf || !out, BK_EINVAL);
   bk__format_view v;
-  BK_TRY(bk__format_open(buf, len, BK__TYPE_BITS, BITS_VERSION,
-                         BITS_HEADER_LEN, &v));
+  BK_TRY(bk__format_open(buf, len, BK__TYPE_BITS, BITS_VERSION, BITS_HEADER_LEN,
+                         &v));
   uint64_t n_bits = bk__load_le64(v.params);
   BK_RETURN_IF(n_bits == 0 || n_bits > BK_BITS_MAX, BK_ECORRUPT);
   uint64_t n_words = (n_bits + 63) / 64;

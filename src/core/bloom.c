@@ -36,8 +36,8 @@
 
 struct bk_bloom {
   bk__alloc alloc;
-  bk_bits bits;      /* m_bits = bits.n_bits */
-  uint64_t *words;   /* bits.words, hoisted */
+  bk_bits bits;    /* m_bits = bits.n_bits */
+  uint64_t *words; /* bits.words, hoisted */
   uint64_t m_bits;
   uint64_t n_blocks; /* blocked layout only */
   unsigned k;
@@ -62,20 +62,20 @@ static inline uint64_t *block_of(const bk_bloom *b, bk_hash h) {
  * for the reason given at bk__indices. Written as two loops
  * so the common k <= 7 case is a shift and a mask per bit.
  */
-#define BLOCK_POSITIONS(h, k, POS_BODY)                        \
-  do {                                                         \
-    uint64_t grp_ = mix64((h).hi);                                  \
-    for (unsigned left_ = (k);;) {                             \
-      uint64_t cur_ = grp_;                                    \
-      unsigned n_ = left_ < 7 ? left_ : 7;                     \
-      for (unsigned j_ = 0; j_ < n_; j_++, cur_ >>= 9) {       \
-        unsigned pos = (unsigned)cur_ & 511u;                  \
-        POS_BODY;                                              \
-      }                                                        \
-      left_ -= n_;                                             \
-      if (!left_) break;                                       \
-      grp_ = mix64(grp_ + 0x9E3779B97F4A7C15ull);              \
-    }                                                          \
+#define BLOCK_POSITIONS(h, k, POS_BODY)                  \
+  do {                                                   \
+    uint64_t grp_ = mix64((h).hi);                       \
+    for (unsigned left_ = (k);;) {                       \
+      uint64_t cur_ = grp_;                              \
+      unsigned n_ = left_ < 7 ? left_ : 7;               \
+      for (unsigned j_ = 0; j_ < n_; j_++, cur_ >>= 9) { \
+        unsigned pos = (unsigned)cur_ & 511u;            \
+        POS_BODY;                                        \
+      }                                                  \
+      left_ -= n_;                                       \
+      if (!left_) break;                                 \
+      grp_ = mix64(grp_ + 0x9E3779B97F4A7C15ull);        \
+    }                                                    \
   } while (0)
 
 static inline bool blocked_test(const uint64_t *blk, bk_hash h, unsigned k) {
@@ -118,7 +118,8 @@ static inline bool standard_contains(const bk_bloom *b, bk_hash h) {
   uint64_t i0 = bk_reduce(a, m);
   a += s;
   s += 1;
-  uint64_t all = __atomic_load_n(&words[i0 >> 6], __ATOMIC_RELAXED) >> (i0 & 63);
+  uint64_t all =
+      __atomic_load_n(&words[i0 >> 6], __ATOMIC_RELAXED) >> (i0 & 63);
   if (k > 1) {
     uint64_t i1 = bk_reduce(a, m);
     a += s;
@@ -214,8 +215,8 @@ static bk_status resolve_size(const bk_bloom_config *cfg, uint64_t *m_out,
 }
 
 static bk_status bloom_new(bk_bloom **out, const bk__alloc *al, uint64_t m,
-                           unsigned k, bk_bloom_layout layout,
-                           bk_hash_alg alg, uint64_t seed, uint64_t capacity) {
+                           unsigned k, bk_bloom_layout layout, bk_hash_alg alg,
+                           uint64_t seed, uint64_t capacity) {
   bk_bloom *b = bk__calloc(al, 1, sizeof *b);
   BK_RETURN_IF(!b, BK_ENOMEM);
   b->alloc = *al;
@@ -244,9 +245,9 @@ static bk_status bloom_new(bk_bloom **out, const bk__alloc *al, uint64_t m,
 
 bk_status bk_bloom_create(bk_bloom **out, const bk_bloom_config *cfg) {
   BK_RETURN_IF(!out || !cfg, BK_EINVAL);
-  BK_RETURN_IF(cfg->layout != BK_BLOOM_STANDARD &&
-                   cfg->layout != BK_BLOOM_BLOCKED,
-               BK_EINVAL);
+  BK_RETURN_IF(
+      cfg->layout != BK_BLOOM_STANDARD && cfg->layout != BK_BLOOM_BLOCKED,
+      BK_EINVAL);
   BK_RETURN_IF(!bk__hash_alg_valid(cfg->hash_alg, cfg->seed), BK_EINVAL);
   uint64_t m;
   unsigned k;
@@ -269,8 +270,8 @@ void bk_bloom_destroy(bk_bloom *b) {
 
 /* The checked digest every key-taking entry point starts with; static so the
  * hot path makes no call through the PLT. */
-static inline bk_status hash_key(const bk_bloom *b, const void *key,
-                                 size_t len, bk_hash *out) {
+static inline bk_status hash_key(const bk_bloom *b, const void *key, size_t len,
+                                 bk_hash *out) {
   BK_RETURN_IF(!b || (!key && len), BK_EINVAL);
   BK_RETURN_IF(b->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
                BK_EINVAL);
@@ -321,8 +322,8 @@ bk_status bk_bloom_add_if_absent_hash(bk_bloom *b, bk_hash h, bool *added) {
   bk__spin_lock(lock);
   /* Under the key's lock no other add_if_absent of this key runs, so
    * "some bit was clear" decides newness once. */
-  bool changed = b->layout == BK_BLOOM_BLOCKED ? blocked_add(b, h)
-                                               : standard_add(b, h);
+  bool changed =
+      b->layout == BK_BLOOM_BLOCKED ? blocked_add(b, h) : standard_add(b, h);
   bk__spin_unlock(lock);
   *added = changed;
   return BK_OK;
@@ -379,25 +380,25 @@ static bk_status check_batch(const bk_bloom *b, const void *const *keys,
 }
 
 /* Hash key i + BATCH_AHEAD while probing key i, through a ring of digests. */
-#define BATCH_LOOP(b, keys, lens, n, WRITE, BODY)                          \
-  do {                                                                     \
-    bk_hash ring_[BATCH_AHEAD];                                            \
-    size_t lead_ = (n) < BATCH_AHEAD ? (n) : BATCH_AHEAD;                  \
-    for (size_t i_ = 0; i_ < lead_; i_++) {                                \
+#define BATCH_LOOP(b, keys, lens, n, WRITE, BODY)                             \
+  do {                                                                        \
+    bk_hash ring_[BATCH_AHEAD];                                               \
+    size_t lead_ = (n) < BATCH_AHEAD ? (n) : BATCH_AHEAD;                     \
+    for (size_t i_ = 0; i_ < lead_; i_++) {                                   \
       ring_[i_] = bk__hash((b)->hash_alg, (b)->seed, (keys)[i_], (lens)[i_]); \
-      prefetch_key((b), ring_[i_], (WRITE));                               \
-    }                                                                      \
-    for (size_t i = 0; i < (n); i++) {                                     \
-      bk_hash h = ring_[i % BATCH_AHEAD];                                  \
-      size_t next_ = i + BATCH_AHEAD;                                      \
-      if (next_ < (n)) {                                                   \
-        bk_hash nh_ = bk__hash((b)->hash_alg, (b)->seed, (keys)[next_],    \
-                               (lens)[next_]);                             \
-        ring_[i % BATCH_AHEAD] = nh_;                                      \
-        prefetch_key((b), nh_, (WRITE));                                   \
-      }                                                                    \
-      BODY;                                                                \
-    }                                                                      \
+      prefetch_key((b), ring_[i_], (WRITE));                                  \
+    }                                                                         \
+    for (size_t i = 0; i < (n); i++) {                                        \
+      bk_hash h = ring_[i % BATCH_AHEAD];                                     \
+      size_t next_ = i + BATCH_AHEAD;                                         \
+      if (next_ < (n)) {                                                      \
+        bk_hash nh_ =                                                         \
+            bk__hash((b)->hash_alg, (b)->seed, (keys)[next_], (lens)[next_]); \
+        ring_[i % BATCH_AHEAD] = nh_;                                         \
+        prefetch_key((b), nh_, (WRITE));                                      \
+      }                                                                       \
+      BODY;                                                                   \
+    }                                                                         \
   } while (0)
 
 bk_status bk_bloom_contains_many(const bk_bloom *b, const void *const *keys,

@@ -56,9 +56,15 @@ void bk_counters_destroy(bk_counters *c) {
   bk__free(&al, c);
 }
 
-uint64_t bk_counters_size(const bk_counters *c) { return c ? c->n : 0; }
-unsigned bk_counters_width(const bk_counters *c) { return c ? c->width : 0; }
-uint32_t bk_counters_max(const bk_counters *c) { return c ? c->max : 0; }
+uint64_t bk_counters_size(const bk_counters *c) {
+  return c ? c->n : 0;
+}
+unsigned bk_counters_width(const bk_counters *c) {
+  return c ? c->width : 0;
+}
+uint32_t bk_counters_max(const bk_counters *c) {
+  return c ? c->max : 0;
+}
 size_t bk_counters_memory(const bk_counters *c) {
   return c ? sizeof *c + c->region.size : 0;
 }
@@ -170,9 +176,9 @@ static bk_status atomic_step(bk_counters *c, uint64_t i, int dir,
       do {
         s = step((uint32_t)(old >> shift) & 0xF, c->max, dir, &next);
         upd = (uint8_t)((old & ~(0xFu << shift)) | (next << shift));
-      } while (upd != old && !__atomic_compare_exchange_n(
-                                 p, &old, upd, true, __ATOMIC_ACQ_REL,
-                                 __ATOMIC_RELAXED));
+      } while (upd != old &&
+               !__atomic_compare_exchange_n(
+                   p, &old, upd, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
       break;
     }
     case 8: {
@@ -180,9 +186,9 @@ static bk_status atomic_step(bk_counters *c, uint64_t i, int dir,
       uint8_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
       do {
         s = step(old, c->max, dir, &next);
-      } while (next != old &&
-               !__atomic_compare_exchange_n(p, &old, (uint8_t)next, true,
-                                            __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+      } while (next != old && !__atomic_compare_exchange_n(
+                                  p, &old, (uint8_t)next, true,
+                                  __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
       break;
     }
     case 16: {
@@ -190,9 +196,9 @@ static bk_status atomic_step(bk_counters *c, uint64_t i, int dir,
       uint16_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
       do {
         s = step(old, c->max, dir, &next);
-      } while (next != old &&
-               !__atomic_compare_exchange_n(p, &old, (uint16_t)next, true,
-                                            __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+      } while (next != old && !__atomic_compare_exchange_n(
+                                  p, &old, (uint16_t)next, true,
+                                  __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
       break;
     }
     default: {
@@ -201,8 +207,8 @@ static bk_status atomic_step(bk_counters *c, uint64_t i, int dir,
       do {
         s = step(old, c->max, dir, &next);
       } while (next != old &&
-               !__atomic_compare_exchange_n(p, &old, next, true,
-                                            __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+               !__atomic_compare_exchange_n(
+                   p, &old, next, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
       break;
     }
   }
@@ -297,8 +303,7 @@ bk_status bk_counters_deserialize(const void *buf, size_t len,
   uint64_t n = bk__load_le64(v.params);
   unsigned width = v.params[8];
   BK_RETURN_IF(!bk__all_zero(v.params + 9, 7), BK_ECORRUPT);
-  BK_RETURN_IF(n == 0 || n > BK_COUNTERS_MAX || !width_ok(width),
-               BK_ECORRUPT);
+  BK_RETURN_IF(n == 0 || n > BK_COUNTERS_MAX || !width_ok(width), BK_ECORRUPT);
   uint64_t used_bits = n * width;
   uint64_t n_words = (used_bits + 63) / 64;
   BK_RETURN_IF(v.payload_len != n_words * 8, BK_ECORRUPT);

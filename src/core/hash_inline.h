@@ -9,7 +9,8 @@
 #include "bloomkit/hash.h"
 
 /* Unchecked digest: alg must be valid (DEFAULT means XXH3). */
-BK_API bk_hash bk__hash(bk_hash_alg alg, uint64_t seed, const void *key, size_t len);
+BK_API bk_hash bk__hash(bk_hash_alg alg, uint64_t seed, const void *key,
+                        size_t len);
 
 static inline bool bk__hash_alg_valid(bk_hash_alg alg, uint64_t seed) {
   switch (alg) {

@@ -22,9 +22,9 @@
     if (cond) return (status);     \
   } while (0)
 
-#define BK_TRY(expr)                \
-  do {                              \
-    bk_status bk__s_ = (expr);      \
+#define BK_TRY(expr)                    \
+  do {                                  \
+    bk_status bk__s_ = (expr);          \
     if (bk__s_ != BK_OK) return bk__s_; \
   } while (0)
 
@@ -54,13 +54,14 @@ BK_API void bk__free(const bk__alloc *al, void *p);
  * bloomkit over-allocates and aligns inside the block.
  */
 typedef struct bk__region {
-  void *data;   /* aligned, zeroed */
-  void *base;   /* what to give back */
-  size_t size;  /* usable bytes at data */
+  void *data;    /* aligned, zeroed */
+  void *base;    /* what to give back */
+  size_t size;   /* usable bytes at data */
   size_t mapped; /* bytes mapped at base when from mmap, else 0 */
 } bk__region;
 
-BK_API bk_status bk__region_alloc(const bk__alloc *al, size_t size, bk__region *out);
+BK_API bk_status bk__region_alloc(const bk__alloc *al, size_t size,
+                                  bk__region *out);
 BK_API void bk__region_free(const bk__alloc *al, bk__region *r);
 /* Zero a region; large mmap'd regions are given back to the OS instead. */
 BK_API void bk__region_zero(bk__region *r);
@@ -147,8 +148,9 @@ enum {
 };
 
 /* Writes the 24-byte prefix. */
-BK_API void bk__format_write_prefix(unsigned char *p, uint16_t version, uint16_t type,
-                             uint32_t header_len, uint64_t payload_len);
+BK_API void bk__format_write_prefix(unsigned char *p, uint16_t version,
+                                    uint16_t type, uint32_t header_len,
+                                    uint64_t payload_len);
 /* Appends the checksum of p[0, body_len) at p + body_len. */
 BK_API void bk__format_write_trailer(unsigned char *p, size_t body_len);
 
@@ -166,8 +168,8 @@ typedef struct bk__format_view {
  * checksum. Fills *view. Errors: BK_ECORRUPT, BK_EVERSION.
  */
 BK_API bk_status bk__format_open(const void *buf, size_t len, uint16_t type,
-                          uint16_t max_version, uint32_t header_len,
-                          bk__format_view *view);
+                                 uint16_t max_version, uint32_t header_len,
+                                 bk__format_view *view);
 
 /* True when `n` bytes at p are all zero. */
 static inline bool bk__all_zero(const unsigned char *p, size_t n) {
@@ -187,19 +189,22 @@ struct bk_bits {
 };
 
 /* Initialise / release a bits object embedded in another struct. */
-BK_API bk_status bk__bits_init(bk_bits *bits, uint64_t n_bits, const bk__alloc *al);
+BK_API bk_status bk__bits_init(bk_bits *bits, uint64_t n_bits,
+                               const bk__alloc *al);
 BK_API void bk__bits_release(bk_bits *bits);
 BK_API uint64_t bk__popcount_words(const uint64_t *w, uint64_t n_words);
 /* Payload helpers: words as little-endian u64s. */
-BK_API void bk__words_store(unsigned char *p, const uint64_t *w, uint64_t n_words);
-BK_API void bk__words_load(uint64_t *w, const unsigned char *p, uint64_t n_words);
+BK_API void bk__words_store(unsigned char *p, const uint64_t *w,
+                            uint64_t n_words);
+BK_API void bk__words_load(uint64_t *w, const unsigned char *p,
+                           uint64_t n_words);
 
 struct bk_counters {
   bk__alloc alloc;
   uint64_t n;
   unsigned width;
   uint32_t max;
-  uint64_t n_words; /* storage in 64-bit words */
+  uint64_t n_words;     /* storage in 64-bit words */
   unsigned char *bytes; /* region.data */
   bk__region region;
 };

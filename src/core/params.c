@@ -11,7 +11,9 @@
 
 #define LN2 0.69314718055994530942
 
-static bool p_ok(double p) { return p > 0.0 && p < 1.0; } /* false for NaN */
+static bool p_ok(double p) {
+  return p > 0.0 && p < 1.0;
+} /* false for NaN */
 
 bk_status bk_params_optimal(uint64_t n, double p, uint64_t *m_bits,
                             unsigned *k) {
@@ -33,8 +35,7 @@ static double bit_set_probability(double m, unsigned k, double n) {
   return -expm1((double)k * n * log1p(-1.0 / m));
 }
 
-bk_status bk_params_fpp(uint64_t m_bits, unsigned k, uint64_t n,
-                        double *out) {
+bk_status bk_params_fpp(uint64_t m_bits, unsigned k, uint64_t n, double *out) {
   BK_RETURN_IF(!out || m_bits == 0 || k == 0 || k > BK_K_MAX, BK_EINVAL);
   /* fbf-thesis Eq. 4.1 as corrected in DESIGN.md: (1 - (1 - 1/m)^{k l})^k. */
   *out = pow(bit_set_probability((double)m_bits, k, (double)n), (double)k);

@@ -27,4 +27,6 @@ const char *bk_status_name(bk_status status) {
   return "BK_UNKNOWN";
 }
 
-const char *bk_version_string(void) { return BK_VERSION_STRING; }
+const char *bk_version_string(void) {
+  return BK_VERSION_STRING;
+}

@@ -168,9 +168,8 @@ static inline uint64_t probe_lanes(const bk_fbf *f, bk_hash h, uint64_t st,
     /* The chunk's epoch is read BEFORE the lane: stamped means the sweep's
      * stores happened before (release/acquire), so the lane is clean;
      * otherwise the future bit is masked whatever the lane load returns. */
-    bool unswept =
-        mask_future &&
-        __atomic_load_n(&f->chunk_epoch[chunk_of(j)], __ATOMIC_ACQUIRE) != gen;
+    bool unswept = mask_future && __atomic_load_n(&f->chunk_epoch[chunk_of(j)],
+                                                  __ATOMIC_ACQUIRE) != gen;
     uint64_t lane = load_lane(f, j);
     if (unswept) lane &= ~future_bit;
     acc &= lane;
@@ -387,8 +386,8 @@ static double estimate(const bk_fbf *f, uint64_t st, bk_fbf_check check,
   none *= 1.0 - p[0];
   for (unsigned i = 1; i + 1 < count; i++) {
     if (shared_aware && i + 2 == count) break;
-    double pair = shared_aware ? pair_fpp(f, n[i], n[i + 1], sh[i])
-                               : p[i] * p[i + 1];
+    double pair =
+        shared_aware ? pair_fpp(f, n[i], n[i + 1], sh[i]) : p[i] * p[i + 1];
     none *= 1.0 - pair;
   }
   none *= 1.0 - p[count - 1];
@@ -459,9 +458,9 @@ static void publish_and_sweep(bk_fbf *f, uint64_t next, uint64_t dropped) {
   if (!dropped) return;
   uint64_t gen = BK__ST_GEN(next);
   for (uint64_t c = 0; c < f->n_chunks; c++) ensure_swept(f, c, gen);
-  __atomic_store_n(&f->state,
-                   BK__ST_MAKE(BK__ST_HEAD(next), BK__ST_COUNT(next), 0, 0, gen),
-                   __ATOMIC_RELEASE);
+  __atomic_store_n(
+      &f->state, BK__ST_MAKE(BK__ST_HEAD(next), BK__ST_COUNT(next), 0, 0, gen),
+      __ATOMIC_RELEASE);
 }
 
 /* One refresh at time `now`: a new empty future, every filter one place
@@ -486,8 +485,7 @@ static bool refresh(bk_fbf *f, uint64_t now) {
   count++; /* the new future */
   unsigned new_present = slot_at(f, new_head, 1);
   f->became_present[new_present] = now;
-  __atomic_store_n(&f->shared[new_present],
-                   bk__fbf_count(f, new_present),
+  __atomic_store_n(&f->shared[new_present], bk__fbf_count(f, new_present),
                    __ATOMIC_RELAXED);
   /* Under pressure (an adaptive FBF at or near its target), filters past
    * what min_window needs are let go as soon as droppable() allows, goal or
@@ -495,8 +493,8 @@ static bool refresh(bk_fbf *f, uint64_t now) {
    * their pairs only add false positives. Without this, a grow that keeps
    * an overloaded old filter holds the fpp above target until it slides
    * out (measured: ~100 s over target in the Fig. 6.6 experiment). */
-  bool pressure = f->adaptive && estimate(f, st, f->check, true) >=
-                                     0.9 * f->target_fpp;
+  bool pressure =
+      f->adaptive && estimate(f, st, f->check, true) >= 0.9 * f->target_fpp;
   while ((count > f->target_count || pressure) && count > 3) {
     unsigned oldest = slot_at(f, new_head, count - 1);
     if (!droppable(f, oldest, now)) break;
@@ -579,8 +577,8 @@ static void adapt_tick(bk_fbf *f, uint64_t now) {
   } else if (fpp <= 0.1 * f->target_fpp) {
     /* Additive decrease of filters, additive increase of period; one filter
      * fewer only if the rest still cover min_window at the new period. */
-    uint64_t longer = t + f->period_step > f->max_period ? f->max_period
-                                                          : t + f->period_step;
+    uint64_t longer =
+        t + f->period_step > f->max_period ? f->max_period : t + f->period_step;
     if (longer < t) longer = t;
     unsigned fewer = n > f->min_filters ? n - 1 : n;
     if (fewer != n && longer < window_floor(f, fewer)) fewer = n;
@@ -591,8 +589,8 @@ static void adapt_tick(bk_fbf *f, uint64_t now) {
   }
 }
 
-/* ---- advance -------------------------------------------------------------- */
-
+/* ---- advance --------------------------------------------------------------
+ */
 
 static bk_status advance_locked(bk_fbf *f, uint64_t now) {
   BK_RETURN_IF(now < f->now, BK_EINVAL);
@@ -627,8 +625,7 @@ static bk_status advance_locked(bk_fbf *f, uint64_t now) {
     for (unsigned s = 0; s < f->width && empty; s++)
       if (bk__fbf_count(f, s)) empty = false;
     if (empty && BK__ST_COUNT(st) == f->target_count &&
-        f->next_refresh <= now &&
-        (!f->adaptive || f->next_adapt > now)) {
+        f->next_refresh <= now && (!f->adaptive || f->next_adapt > now)) {
       uint64_t skip = (now - f->next_refresh) / f->refresh_period;
       if (skip > f->width) {
         skip -= skip % f->width; /* keep head where it would be */
@@ -678,7 +675,8 @@ bk_status bk_fbf_resize(bk_fbf *f, unsigned n_filters,
   return s;
 }
 
-/* ---- lifecycle ------------------------------------------------------------ */
+/* ---- lifecycle ------------------------------------------------------------
+ */
 
 bk_status bk__fbf_alloc(const bk__alloc *al, uint64_t m, unsigned k,
                         unsigned width, bk_fbf **out) {
@@ -772,7 +770,8 @@ bk_status bk_fbf_create(bk_fbf **out, const bk_fbf_config *cfg) {
   uint64_t min_window = cfg->min_window ? cfg->min_window : cover;
   BK_RETURN_IF(min_window > cover, BK_EINVAL);
   uint64_t step = cfg->period_step ? cfg->period_step : DEFAULT_PERIOD_STEP;
-  uint64_t min_period = cfg->min_period ? cfg->min_period : (step < t ? step : t);
+  uint64_t min_period =
+      cfg->min_period ? cfg->min_period : (step < t ? step : t);
   uint64_t max_period = cfg->max_period;
   /* By default resizing may shorten t under load and relax back to the
    * configured t, never beyond it (an idle filter stays as configured). */
@@ -789,8 +788,8 @@ bk_status bk_fbf_create(bk_fbf **out, const bk_fbf_config *cfg) {
   BK_TRY(bk__fbf_alloc(&al, m, k, width, &f));
   f->hash_alg = cfg->hash_alg == BK_HASH_DEFAULT ? BK_HASH_XXH3 : cfg->hash_alg;
   f->seed = cfg->seed;
-  f->check = cfg->check == BK_FBF_CHECK_DEFAULT ? BK_FBF_CHECK_OPTIMIZED
-                                                : cfg->check;
+  f->check =
+      cfg->check == BK_FBF_CHECK_DEFAULT ? BK_FBF_CHECK_OPTIMIZED : cfg->check;
   f->state = BK__ST_MAKE(0, n_filters, 0, 0, 0);
   f->now = cfg->start_time;
   f->refresh_period = t;
@@ -798,11 +797,11 @@ bk_status bk_fbf_create(bk_fbf **out, const bk_fbf_config *cfg) {
   f->min_window = min_window;
   f->target_count = n_filters;
   f->adaptive = cfg->adaptive;
-  f->target_fpp = cfg->target_fpp != 0.0 ? cfg->target_fpp
-                                         : (cfg->fpp != 0.0 ? cfg->fpp
-                                                            : DEFAULT_FPP);
-  f->adapt_interval = cfg->adapt_interval ? cfg->adapt_interval
-                                          : DEFAULT_ADAPT_INTERVAL;
+  f->target_fpp = cfg->target_fpp != 0.0
+                      ? cfg->target_fpp
+                      : (cfg->fpp != 0.0 ? cfg->fpp : DEFAULT_FPP);
+  f->adapt_interval =
+      cfg->adapt_interval ? cfg->adapt_interval : DEFAULT_ADAPT_INTERVAL;
   f->next_adapt = cfg->start_time + f->adapt_interval;
   f->period_step = step;
   f->min_period = min_period;
@@ -823,7 +822,8 @@ void bk_fbf_destroy(bk_fbf *f) {
   bk__free(&al, f);
 }
 
-/* ---- introspection -------------------------------------------------------- */
+/* ---- introspection --------------------------------------------------------
+ */
 
 bk_status bk_fbf_info_get(const bk_fbf *f, bk_fbf_info *out) {
   BK_RETURN_IF(!f || !out, BK_EINVAL);
@@ -861,8 +861,8 @@ bk_status bk_fbf_info_get(const bk_fbf *f, bk_fbf_info *out) {
     uint64_t v = __atomic_load_n(&f->words[w], __ATOMIC_RELAXED);
     if (v)
       for (unsigned slot = 0; slot < f->width; slot++)
-        set[slot] += (uint64_t)__builtin_popcountll(
-            v & masks[slot * f->stride + p]);
+        set[slot] +=
+            (uint64_t)__builtin_popcountll(v & masks[slot * f->stride + p]);
     if (++p == f->stride) p = 0;
   }
   for (unsigned p = 0; p < count; p++) {
@@ -870,8 +870,8 @@ bk_status bk_fbf_info_get(const bk_fbf *f, bk_fbf_info *out) {
     out->inserted[p] = bk__fbf_count(f, slot);
     out->set_bits[p] = set[slot];
   }
-  out->memory = sizeof *f + f->region.size + f->chunk_region.size +
-                f->locks.size;
+  out->memory =
+      sizeof *f + f->region.size + f->chunk_region.size + f->locks.size;
   out->check = f->check;
   out->adaptive = f->adaptive;
   pthread_mutex_unlock(&mf->mu);
@@ -899,9 +899,8 @@ size_t bk_fbf_trace_count(const bk_fbf *f) {
 bk_status bk_fbf_trace_get(const bk_fbf *f, size_t i,
                            bk_fbf_resize_event *out) {
   BK_RETURN_IF(!f || !out || i >= bk_fbf_trace_count(f), BK_EINVAL);
-  size_t first = f->trace_len > BK__FBF_TRACE_CAP
-                     ? f->trace_len - BK__FBF_TRACE_CAP
-                     : 0;
+  size_t first =
+      f->trace_len > BK__FBF_TRACE_CAP ? f->trace_len - BK__FBF_TRACE_CAP : 0;
   *out = f->trace[(first + i) % BK__FBF_TRACE_CAP];
   return BK_OK;
 }

@@ -38,14 +38,14 @@
 #define BK__ST_SWEEP(s) ((unsigned)(((s) >> 18) & 1u))
 #define BK__ST_FSWEEP(s) ((unsigned)(((s) >> 19) & 1u))
 #define BK__ST_GEN(s) ((s) >> 20)
-#define BK__ST_MAKE(head, count, sweep, fsweep, gen)                      \
+#define BK__ST_MAKE(head, count, sweep, fsweep, gen)                          \
   ((uint64_t)(head) | ((uint64_t)(count) << 11) | ((uint64_t)(sweep) << 18) | \
    ((uint64_t)(fsweep) << 19) | ((uint64_t)(gen) << 20))
 
 struct bk_fbf {
   bk__alloc alloc;
   /* geometry, fixed at creation */
-  uint64_t m;      /* bits per constituent filter = lanes */
+  uint64_t m; /* bits per constituent filter = lanes */
   unsigned k;
   unsigned width;  /* W: physical slots per lane = most filters */
   unsigned stride; /* bits from one lane to the next: W, or 64 when W > 57 */
@@ -61,8 +61,8 @@ struct bk_fbf {
   bk_fbf_check check;
 
   /* shared with readers and writers */
-  uint64_t state;                        /* BK__ST_* (atomic) */
-  uint64_t keep_mask[64];                /* sweep: AND masks, period stride */
+  uint64_t state;         /* BK__ST_* (atomic) */
+  uint64_t keep_mask[64]; /* sweep: AND masks, period stride */
   /* Inserts per physical slot, striped by key so concurrent inserters do
    * not all bump one cache line; a slot's count is the sum of its stripes.
    * (atomic) */
@@ -96,7 +96,7 @@ struct bk_fbf {
   uint64_t min_period, max_period;
   unsigned min_filters, max_filters;
   bk_fbf_resize_event trace[BK__FBF_TRACE_CAP];
-  size_t trace_len;  /* events ever recorded */
+  size_t trace_len; /* events ever recorded */
 };
 
 static inline uint64_t bk__fbf_count(const bk_fbf *f, unsigned slot) {

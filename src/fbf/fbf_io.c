@@ -77,8 +77,7 @@ bk_status bk_fbf_serialize(const bk_fbf *f, void *buf, size_t cap,
   bk__store_le64(p + 144, f->max_period);
   bk__store_le64(p + 152, BK__ST_GEN(st));
   for (unsigned s = 0; s < f->width; s++) {
-    bk__store_le64(p + FBF_FIXED_HEADER + 8 * s,
-                   bk__fbf_count(f, s));
+    bk__store_le64(p + FBF_FIXED_HEADER + 8 * s, bk__fbf_count(f, s));
     bk__store_le64(p + FBF_FIXED_HEADER + 8 * (f->width + s),
                    f->became_present[s]);
     bk__store_le64(p + FBF_FIXED_HEADER + 8 * (2 * f->width + s),
@@ -147,8 +146,8 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
   BK_RETURN_IF(m == 0 || m > BK_BITS_MAX || k == 0 || k > BK_K_MAX,
                BK_ECORRUPT);
   BK_RETURN_IF(head >= width || count < 3 || count > width, BK_ECORRUPT);
-  BK_RETURN_IF(max_f != width || min_f < 3 || min_f > max_f ||
-                   target < min_f || target > max_f,
+  BK_RETURN_IF(max_f != width || min_f < 3 || min_f > max_f || target < min_f ||
+                   target > max_f,
                BK_ECORRUPT);
   BK_RETURN_IF(alg != BK_HASH_XXH3 && alg != BK_HASH_MURMUR3, BK_ECORRUPT);
   BK_RETURN_IF(!bk__hash_alg_valid((bk_hash_alg)alg, seed), BK_ECORRUPT);
@@ -186,9 +185,9 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
     BK_RETURN_IF(!in_set && (ins != 0 || sh != 0), BK_ECORRUPT);
     BK_RETURN_IF(sh > ins, BK_ECORRUPT);
   }
-  BK_RETURN_IF(!payload_clean(v.payload, m, width, stride, head, count,
-                              n_words),
-               BK_ECORRUPT);
+  BK_RETURN_IF(
+      !payload_clean(v.payload, m, width, stride, head, count, n_words),
+      BK_ECORRUPT);
 
   bk__alloc al;
   BK_TRY(bk__alloc_init(&al, allocator));
@@ -216,7 +215,8 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
   f->max_filters = max_f;
   for (unsigned s = 0; s < width; s++) {
     bk__fbf_count_set(f, s, bk__load_le64(p + FBF_FIXED_HEADER + 8 * s));
-    f->became_present[s] = bk__load_le64(p + FBF_FIXED_HEADER + 8 * (width + s));
+    f->became_present[s] =
+        bk__load_le64(p + FBF_FIXED_HEADER + 8 * (width + s));
     f->shared[s] = bk__load_le64(p + FBF_FIXED_HEADER + 8 * (2 * width + s));
   }
   bk__words_load(f->words, v.payload, n_words);

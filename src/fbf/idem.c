@@ -118,7 +118,8 @@ static entry *new_entry(bk_idem *t, uint64_t hash, const void *key,
   return e;
 }
 
-/* ---- lifecycle ------------------------------------------------------------ */
+/* ---- lifecycle ------------------------------------------------------------
+ */
 
 static bk_status init_stripes(bk_idem *t, uint64_t expected_keys) {
   uint64_t per = expected_keys / N_STRIPES / 2 + 1;
@@ -191,8 +192,8 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
                      (uint64_t)(n_past + 1) * period < timeout,
                  BK_EINVAL);
   }
-  uint64_t ops = cfg->ops_per_period ? cfg->ops_per_period
-                                     : DEFAULT_OPS_PER_PERIOD;
+  uint64_t ops =
+      cfg->ops_per_period ? cfg->ops_per_period : DEFAULT_OPS_PER_PERIOD;
   BK_RETURN_IF(cfg->m_bits && !cfg->k, BK_EINVAL);
   BK_RETURN_IF(ops > (UINT64_MAX >> 2), BK_EINVAL); /* 2 ops must not wrap */
 
@@ -203,8 +204,8 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
   t->hash_alg = cfg->hash_alg == BK_HASH_DEFAULT ? BK_HASH_XXH3 : cfg->hash_alg;
   t->seed = cfg->seed;
   bk_status s = init_stripes(t, cfg->expected_keys);
-  if (s == BK_OK && (cfg->strategy == BK_IDEM_FBF ||
-                     cfg->strategy == BK_IDEM_FBF_ADAPTIVE)) {
+  if (s == BK_OK &&
+      (cfg->strategy == BK_IDEM_FBF || cfg->strategy == BK_IDEM_FBF_ADAPTIVE)) {
     bool adaptive = cfg->strategy == BK_IDEM_FBF_ADAPTIVE;
     bk_fbf_config fc = {.m_bits = cfg->m_bits,
                         .k = cfg->k,
@@ -226,8 +227,8 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
        * at the old t are still there), and ticking faster made t and the
        * filter count oscillate (measured with `bloomkit sim counters`: a
        * t/4 tick lost 7.7x the target, ticking near the window ~1.3x). */
-      fc.period_step = cfg->period_step ? cfg->period_step
-                                        : (period / 10 ? period / 10 : 1);
+      fc.period_step =
+          cfg->period_step ? cfg->period_step : (period / 10 ? period / 10 : 1);
       fc.adapt_interval = cfg->adapt_interval ? cfg->adapt_interval : period;
       fc.min_period = fc.period_step < period ? fc.period_step : period;
     }
@@ -243,9 +244,10 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
       if (!k) k = k_opt;
     }
     uint64_t total = 0;
-    if (s == BK_OK && (m > BK_BITS_MAX ||
-                       __builtin_mul_overflow(m, (uint64_t)(n_past + 2), &total) ||
-                       total > BK_BITS_MAX))
+    if (s == BK_OK &&
+        (m > BK_BITS_MAX ||
+         __builtin_mul_overflow(m, (uint64_t)(n_past + 2), &total) ||
+         total > BK_BITS_MAX))
       s = BK_EINVAL;
     if (s == BK_OK) {
       bk_rbf_config rc = {.m_bits = total,
@@ -265,7 +267,8 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
   return BK_OK;
 }
 
-/* ---- operations ----------------------------------------------------------- */
+/* ---- operations -----------------------------------------------------------
+ */
 
 static bk_status check_key(const bk_idem *t, const void *key, size_t len) {
   BK_RETURN_IF(!t || !key || len == 0 || len > t->max_key_len, BK_EINVAL);
@@ -281,9 +284,8 @@ static bk_hash op_hash(const bk_idem *t, bk_idem_op_id id) {
   return bk__hash(t->hash_alg, t->seed ^ 0x5EEDu, buf, sizeof buf);
 }
 
-bk_status bk_idem_add(bk_idem *t, const void *key, size_t len,
-                      bk_idem_op_id id, int64_t delta, int64_t *value,
-                      bk_idem_outcome *outcome) {
+bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
+                      int64_t delta, int64_t *value, bk_idem_outcome *outcome) {
   BK_TRY(check_key(t, key, len));
   bk_hash kh = key_hash(t, key, len);
   bk_hash oh = op_hash(t, id);
@@ -367,8 +369,8 @@ bk_status bk_idem_delete(bk_idem *t, const void *key, size_t len) {
   pthread_mutex_lock(&s->mu);
   entry **pp = &s->buckets[kh.lo & (s->n_buckets - 1)];
   entry *e;
-  while ((e = *pp) && !(e->hash == kh.lo && e->len == len &&
-                        memcmp(e->key, key, len) == 0))
+  while ((e = *pp) &&
+         !(e->hash == kh.lo && e->len == len && memcmp(e->key, key, len) == 0))
     pp = &e->next;
   if (e) {
     *pp = e->next;
@@ -542,8 +544,8 @@ bk_status bk_idem_deserialize(const void *buf, size_t len,
                               const bk_allocator *allocator, bk_idem **out) {
   BK_RETURN_IF(!buf || !out, BK_EINVAL);
   bk__format_view v;
-  BK_TRY(bk__format_open(buf, len, BK__TYPE_IDEM, IDEM_VERSION,
-                         IDEM_HEADER_LEN, &v));
+  BK_TRY(bk__format_open(buf, len, BK__TYPE_IDEM, IDEM_VERSION, IDEM_HEADER_LEN,
+                         &v));
   const unsigned char *p = buf;
   unsigned strategy = p[24], alg = p[25];
   uint32_t max_key_len = bk__load_le32(p + 28);
@@ -553,8 +555,7 @@ bk_status bk_idem_deserialize(const void *buf, size_t len,
                BK_ECORRUPT);
   BK_RETURN_IF(alg != BK_HASH_XXH3 && alg != BK_HASH_MURMUR3, BK_ECORRUPT);
   BK_RETURN_IF(!bk__hash_alg_valid((bk_hash_alg)alg, seed), BK_ECORRUPT);
-  BK_RETURN_IF(max_key_len == 0 || max_key_len > BK_IDEM_KEY_MAX,
-               BK_ECORRUPT);
+  BK_RETURN_IF(max_key_len == 0 || max_key_len > BK_IDEM_KEY_MAX, BK_ECORRUPT);
   BK_RETURN_IF(fsize > v.payload_len, BK_ECORRUPT);
   BK_RETURN_IF((strategy == BK_IDEM_NONE) != (fsize == 0), BK_ECORRUPT);
   /* Each key takes at least 13 bytes: bounds the count before any work. */

@@ -204,8 +204,8 @@ bk_status bk_rbf_deserialize(const void *buf, size_t len,
                              const bk_allocator *allocator, bk_rbf **out) {
   BK_RETURN_IF(!buf || !out, BK_EINVAL);
   bk__format_view v;
-  BK_TRY(bk__format_open(buf, len, BK__TYPE_RBF, RBF_VERSION, RBF_HEADER_LEN,
-                         &v));
+  BK_TRY(
+      bk__format_open(buf, len, BK__TYPE_RBF, RBF_VERSION, RBF_HEADER_LEN, &v));
   const unsigned char *p = buf;
   uint64_t inserted = bk__load_le64(p + 24);
   uint64_t threshold = bk__load_le64(p + 32);
