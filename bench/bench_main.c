@@ -9,11 +9,13 @@
 static void register_all(void) {
   bk_bench_register_bloom();
   bk_bench_register_fbf();
+  bk_bench_register_idem();
 }
 
 int main(int argc, char **argv) {
   int status = bk_bench_main(argc, argv, register_all);
   bk_bench_release_bloom();
   bk_bench_release_fbf();
+  bk_bench_release_idem();
   return status;
 }

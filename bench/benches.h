@@ -15,4 +15,9 @@ void bk_bench_release_bloom(void);
 void bk_bench_register_fbf(void);
 void bk_bench_release_fbf(void);
 
+/* bench_idem.c: bk_idem with strategy FBF (64 MiB, N = 2) against NONE on
+ * a table of 1M counters; one thread, and 2 threads against 1. */
+void bk_bench_register_idem(void);
+void bk_bench_release_idem(void);
+
 #endif
