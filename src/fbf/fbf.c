@@ -878,6 +878,15 @@ bk_status bk_fbf_info_get(const bk_fbf *f, bk_fbf_info *out) {
   return BK_OK;
 }
 
+void bk__fbf_prefetch(const bk_fbf *f, bk_hash h) {
+  uint64_t a = h.lo, s = bk__mix64(h.hi);
+  for (unsigned i = 0; i < f->k; i++) {
+    __builtin_prefetch(&f->words[(bk_reduce(a, f->m) * f->stride) >> 6]);
+    a += s;
+    s += i + 1;
+  }
+}
+
 void bk__fbf_summary(const bk_fbf *f, unsigned *n_filters,
                      uint64_t *refresh_period, uint64_t *window_min,
                      size_t *memory) {

@@ -111,6 +111,9 @@ static inline void bk__fbf_count_set(bk_fbf *f, unsigned slot, uint64_t v) {
     __atomic_store_n(&f->inserted[i][slot], i == 0 ? v : 0, __ATOMIC_RELAXED);
 }
 
+/* Prefetch the k lanes of a digest (to overlap them with other misses). */
+void bk__fbf_prefetch(const bk_fbf *f, bk_hash h);
+
 /* The cheap part of bk_fbf_info_get (no bit counting), for bk_idem. */
 void bk__fbf_summary(const bk_fbf *f, unsigned *n_filters,
                      uint64_t *refresh_period, uint64_t *window_min,
