@@ -16,14 +16,14 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBK_WERROR=ON \
 cmake --build "$build" -j2
 ctest --test-dir "$build" --output-on-failure -j2
 
-fuzz_seconds=${BK_FUZZ_SECONDS:-15}
+fuzz_seconds=${BK_FUZZ_SECONDS:-10}
 if [ "$fuzz_seconds" -gt 0 ] && command -v clang >/dev/null 2>&1; then
   fbuild="$build-fuzz"
   CC=clang cmake -S . -B "$fbuild" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DBK_BUILD_FUZZ=ON -DBK_BUILD_BENCH=OFF -DBK_BUILD_TESTS=ON \
     -DBUILD_SHARED_LIBS=OFF >/dev/null
   cmake --build "$fbuild" -j2 --target bk_fuzz_all
-  for kind in bloom bits counters; do
+  for kind in bloom bits counters fbf rbf idem; do
     f="$fbuild/tests/fuzz/fuzz_${kind}_deserialize"
     echo "fuzz: $(basename "$f") for ${fuzz_seconds}s"
     # New inputs go to a scratch corpus; the committed seeds stay as they are.
