@@ -17,4 +17,30 @@ int bk_cli_fbf_experiments(int argc, char **argv);
  * and 6.9) so far (sim_counters.c). */
 int bk_cli_sim(int argc, char **argv);
 
+/* Shared by the subcommands. Each defines PROG (its name for messages)
+ * before using TRY_BK, which needs a `fail:` label in the function. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bloomkit/common.h"
+
+/* Run a bloomkit call; on error name it and jump to `fail`. */
+#define TRY_BK(call)                                                       \
+  do {                                                                     \
+    bk_status try_status_ = (call);                                        \
+    if (try_status_ != BK_OK) {                                            \
+      fprintf(stderr, PROG ": %s: %s\n", #call, bk_strerror(try_status_)); \
+      goto fail;                                                           \
+    }                                                                      \
+  } while (0)
+
+/* splitmix64: the seeded generator of every simulation. */
+#define SPLITMIX_GAMMA UINT64_C(0x9e3779b97f4a7c15)
+
+static inline uint64_t splitmix_output(uint64_t z) {
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
 #endif

@@ -121,24 +121,8 @@
 
 /* Every bloomkit call goes through this: on error, name the call and the
  * status, and leave through the function's `fail` label (exit status 1). */
-#define TRY_BK(call)                                                       \
-  do {                                                                     \
-    bk_status try_status_ = (call);                                        \
-    if (try_status_ != BK_OK) {                                            \
-      fprintf(stderr, PROG ": %s: %s\n", #call, bk_strerror(try_status_)); \
-      goto fail;                                                           \
-    }                                                                      \
-  } while (0)
 
 /* ---- ids: splitmix64 ----------------------------------------------------- */
-
-#define SPLITMIX_GAMMA UINT64_C(0x9e3779b97f4a7c15)
-
-static uint64_t splitmix_output(uint64_t z) {
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
 
 /* A splitmix64 stream split in two: output 2i is element i, output 2i + 1
  * is probe i (see the file comment for why they never meet). */
