@@ -353,9 +353,12 @@ static double pair_fpp(const bk_fbf *f, uint64_t a, uint64_t b, uint64_t s) {
   double lu = log_u(f);
   /* 1 - u^a - u^b + u^{a+b-s} with u^x = 1 + expm1(x ln u), which keeps
    * precision when the filters are nearly empty. */
+  /* In doubles: a + b may not fit in 64 bits for a restored, hostile
+   * state. */
   double both = -expm1(lu * (double)a) - expm1(lu * (double)b) +
-                expm1(lu * (double)(a + b - s));
-  if (both < 0.0) both = 0.0;
+                expm1(lu * ((double)a + (double)b - (double)s));
+  if (!(both > 0.0)) both = 0.0; /* also NaN */
+  if (both > 1.0) both = 1.0;
   return pow(both, (double)f->k);
 }
 

@@ -69,7 +69,12 @@ bk_status bk_fbf_serialize(const bk_fbf *f, void *buf, size_t cap,
   bk__store_le64(p + 80, f->min_window);
   bk__store_le64(p + 88, f->refreshes);
   bk__store_le64(p + 96, f->deferred);
-  bk__store_le64(p + 104, (uint64_t)llround(f->target_fpp * FPP_SCALE));
+  /* Rounding can reach 0 or 10^18 at the ends of (0, 1): keep it inside,
+   * so what this writes always loads. */
+  int64_t units = llround(f->target_fpp * FPP_SCALE);
+  if (units < 1) units = 1;
+  if (units > 999999999999999999) units = 999999999999999999;
+  bk__store_le64(p + 104, (uint64_t)units);
   bk__store_le64(p + 112, f->adapt_interval);
   bk__store_le64(p + 120, f->next_adapt);
   bk__store_le64(p + 128, f->period_step);
