@@ -46,12 +46,7 @@
 
 /* Sanitizer and unoptimised builds run the heavy tests with less work; the
  * statistical tolerances below are computed from the sample sizes used. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-    !defined(__OPTIMIZE__)
-#define SLOW_BUILD 1
-#else
-#define SLOW_BUILD 0
-#endif
+#define SLOW_BUILD BK_TEST_SLOW_BUILD
 #if defined(__SANITIZE_THREAD__)
 #define TSAN_BUILD 1
 #else
@@ -214,10 +209,6 @@ static unsigned char *serialize_alloc(const bk_fbf *f, size_t *len) {
   return buf;
 }
 
-/* Recompute the trailer after editing a blob. */
-static void reseal(unsigned char *p, size_t len) {
-  bk__store_le64(p + len - 8, (uint64_t)XXH3_64bits(p, len - 8));
-}
 
 /* ---- the models --------------------------------------------------------- */
 
@@ -761,7 +752,7 @@ static void child_restored_near_max(void) {
   /* A saved clock close to the top of the u64 range. */
   bk__store_le64(blob + OFF_NOW, UINT64_MAX - 10);
   bk__store_le64(blob + OFF_NEXT_REFRESH, UINT64_MAX - 5);
-  reseal(blob, size);
+  bk_test_reseal(blob, size);
   bk_fbf *g = NULL;
   if (bk_fbf_deserialize(blob, size, NULL, &g) == BK_OK) {
     (void)bk_fbf_advance(g, UINT64_MAX);
@@ -795,7 +786,7 @@ static void child_restored_stale_schedule(void) {
   bk__store_le64(blob + OFF_NOW, (uint64_t)1 << 40);
   bk__store_le64(blob + OFF_NEXT_REFRESH, 0);
   bk__store_le64(blob + OFF_NEXT_ADAPT, 0);
-  reseal(blob, size);
+  bk_test_reseal(blob, size);
   bk_fbf *g = NULL;
   if (bk_fbf_deserialize(blob, size, NULL, &g) == BK_OK) {
     (void)bk_fbf_advance(g, (uint64_t)1 << 40);
@@ -2631,7 +2622,7 @@ static void test_deserialize_random(void **state) {
       size_t at = 24 + bk_test_next(&rng) % (len - 8 - 24);
       buf[at] = (unsigned char)bk_test_next(&rng);
     }
-    reseal(buf, len);
+    bk_test_reseal(buf, len);
     bk_status s = try_restore(buf, len);
     assert_true(s == BK_OK || s == BK_ECORRUPT);
     accepted += s == BK_OK;
@@ -2671,7 +2662,7 @@ static void test_deserialize_crafted(void **state) {
   do {                                                              \
     memcpy(b, base, len);                                           \
     edit;                                                           \
-    reseal(b, len);                                                 \
+    bk_test_reseal(b, len);                                                 \
     bk_status s_ = try_restore(b, len);                             \
     if (s_ != BK_ECORRUPT)                                          \
       fail_msg("crafted blob (%s): %s, expected BK_ECORRUPT", desc, \
@@ -2680,10 +2671,10 @@ static void test_deserialize_crafted(void **state) {
   /* Positive controls: the resealed copy loads, and so does a harmless
    * change, so the cases below fail for the field they change. */
   memcpy(b, base, len);
-  reseal(b, len);
+  bk_test_reseal(b, len);
   assert_bk_ok(try_restore(b, len));
   bk__store_le64(b + OFF_REFRESHES, 4242);
-  reseal(b, len);
+  bk_test_reseal(b, len);
   bk_fbf *g = restore(b, len, NULL);
   assert_int_equal(info_of(g).refreshes, 4242);
   bk_fbf_destroy(g);
@@ -2754,7 +2745,7 @@ static void test_deserialize_crafted(void **state) {
   assert_non_null(b);
   assert_int_equal(base[OFF_W], 60);
   memcpy(b, base, len);
-  reseal(b, len);
+  bk_test_reseal(b, len);
   assert_bk_ok(try_restore(b, len));
   CRAFT("lane padding (slot 61)", set_lane_bit(b, 3, 61));
   CRAFT("free slot 40 of 60", set_lane_bit(b, 3, (base[OFF_HEAD] + 40) % 60));

@@ -44,12 +44,7 @@
 #include "bloomkit/rbf.h"
 #include "core/internal.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-    !defined(__OPTIMIZE__)
-#define SLOW_BUILD 1
-#else
-#define SLOW_BUILD 0
-#endif
+#define SLOW_BUILD BK_TEST_SLOW_BUILD
 #if defined(__SANITIZE_THREAD__)
 #define TSAN_BUILD 1
 #else
@@ -198,10 +193,6 @@ static bk_idem *restore(const unsigned char *buf, size_t len,
   return r;
 }
 
-/* Recompute the trailer after editing a blob. */
-static void reseal(unsigned char *p, size_t len) {
-  bk__store_le64(p + len - 8, (uint64_t)XXH3_64bits(p, len - 8));
-}
 
 /* Keys: a prefix (some empty, some with NUL and high bytes) then the key's
  * index as 8 little-endian bytes, so an iterate callback can find a key's
@@ -1802,7 +1793,7 @@ static unsigned char *build(const unsigned char *hdr, const void *filter,
   bk__store_le64(p + OFF_FSIZE, flen);
   if (flen) memcpy(p + IDEM_HLEN, filter, flen);
   if (rlen) memcpy(p + IDEM_HLEN + flen, recs, rlen);
-  reseal(p, *len);
+  bk_test_reseal(p, *len);
   return p;
 }
 
@@ -1861,7 +1852,7 @@ static void test_deserialize_truncated_flipped_random(void **state) {
         bk__store_le32(rnd + OFF_HLEN, IDEM_HLEN);
         bk__store_le32(rnd + OFF_RES32, 0);
         bk__store_le64(rnd + OFF_PLEN, l - IDEM_HLEN - 8);
-        reseal(rnd, l);
+        bk_test_reseal(rnd, l);
       }
       bk_idem *r = SENTINEL;
       bk_status s = bk_idem_deserialize(rnd, l, NULL, &r);
@@ -1883,7 +1874,7 @@ static void test_deserialize_truncated_flipped_random(void **state) {
         size_t at = 24 + bk_test_next(&rng) % (len - 32);
         copy[at] = (unsigned char)bk_test_next(&rng);
       }
-      reseal(copy, len);
+      bk_test_reseal(copy, len);
       bk_idem *r = SENTINEL;
       bk_status s = bk_idem_deserialize(copy, len, NULL, &r);
       if (s == BK_OK) {
@@ -1956,7 +1947,7 @@ static void test_deserialize_crafted(void **state) {
   do {                                                               \
     p = build(P.hdr, P.filter, P.flen, (recs_), (rl_), (keys_), &l); \
     edit;                                                            \
-    reseal(p, l);                                                    \
+    bk_test_reseal(p, l);                                                    \
     expect_status(p, l, (want), (what));                             \
     free(p);                                                         \
   } while (0)
@@ -2009,28 +2000,28 @@ static void test_deserialize_crafted(void **state) {
   CRAFT("NONE with a filter blob", BK_ECORRUPT, P.recs, P.rlen, nrec,
         p[OFF_STRATEGY] = BK_IDEM_NONE);
   p = build(P.hdr, NULL, 0, P.recs, P.rlen, nrec, &l);
-  reseal(p, l);
+  bk_test_reseal(p, l);
   expect_status(p, l, BK_ECORRUPT, "FBF without a filter blob");
   p[OFF_STRATEGY] = BK_IDEM_RBF;
-  reseal(p, l);
+  bk_test_reseal(p, l);
   expect_status(p, l, BK_ECORRUPT, "RBF without a filter blob");
   p[OFF_STRATEGY] = BK_IDEM_NONE;
-  reseal(p, l);
+  bk_test_reseal(p, l);
   expect_status(p, l, BK_OK, "NONE without a filter blob");
   free(p);
   p = build(P.hdr, R.filter, R.flen, P.recs, P.rlen, nrec, &l);
   expect_status(p, l, BK_ECORRUPT, "FBF with an RBF blob");
   p[OFF_STRATEGY] = BK_IDEM_FBF_ADAPTIVE;
-  reseal(p, l);
+  bk_test_reseal(p, l);
   expect_status(p, l, BK_ECORRUPT, "FBF_ADAPTIVE with an RBF blob");
   p[OFF_STRATEGY] = BK_IDEM_RBF;
-  reseal(p, l);
+  bk_test_reseal(p, l);
   expect_status(p, l, BK_OK, "RBF with an RBF blob");
   free(p);
   p = build(N.hdr, P.filter, P.flen, N.recs, N.rlen, N.keys, &l);
   expect_status(p, l, BK_ECORRUPT, "NONE header with an FBF blob");
   p[OFF_STRATEGY] = BK_IDEM_RBF;
-  reseal(p, l);
+  bk_test_reseal(p, l);
   expect_status(p, l, BK_ECORRUPT, "RBF with an FBF blob");
   free(p);
   /* The filter length pointing elsewhere. */
@@ -2046,11 +2037,11 @@ static void test_deserialize_crafted(void **state) {
   CRAFT("a bit of the filter blob flipped", BK_ECORRUPT, P.recs, P.rlen, nrec,
         p[IDEM_HLEN + P.flen / 2] ^= 4);
   CRAFT("filter k = 0 (its checksum fixed)", BK_ECORRUPT, P.recs, P.rlen, nrec,
-        (p[IDEM_HLEN + FBF_OFF_K] = 0, reseal(p + IDEM_HLEN, P.flen)));
+        (p[IDEM_HLEN + FBF_OFF_K] = 0, bk_test_reseal(p + IDEM_HLEN, P.flen)));
   CRAFT("filter version 2 (its checksum fixed)", BK_ECORRUPT, P.recs, P.rlen,
         nrec,
         (bk__store_le16(p + IDEM_HLEN + OFF_VERSION, 2),
-         reseal(p + IDEM_HLEN, P.flen)));
+         bk_test_reseal(p + IDEM_HLEN, P.flen)));
 
   /* Header fields. */
   CRAFT("strategy 4", BK_ECORRUPT, P.recs, P.rlen, nrec, p[OFF_STRATEGY] = 4);

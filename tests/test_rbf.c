@@ -35,12 +35,7 @@
 #include "bloomkit/rbf.h"
 #include "core/internal.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-    !defined(__OPTIMIZE__)
-#define SLOW_BUILD 1
-#else
-#define SLOW_BUILD 0
-#endif
+#define SLOW_BUILD BK_TEST_SLOW_BUILD
 
 #define SEED_FALLBACK 0x4BF5EEDull
 static uint64_t test_seed(uint64_t salt) {
@@ -599,9 +594,6 @@ static bk_rbf *rbf_restore(const unsigned char *buf, size_t len,
   return r;
 }
 
-static void rbf_reseal(unsigned char *p, size_t len) {
-  bk__store_le64(p + len - 8, (uint64_t)XXH3_64bits(p, len - 8));
-}
 
 static void expect_same_info(const bk_rbf *a, const bk_rbf *b) {
   bk_rbf_info x = info_of(a), y = info_of(b);
@@ -752,7 +744,7 @@ static void test_deserialize_truncated_flipped_random(void **state) {
       bk__store_le32(rnd + RBF_OFF_HLEN, RBF_HLEN);
       bk__store_le32(rnd + 12, 0);
       bk__store_le64(rnd + RBF_OFF_PLEN, l - RBF_HLEN - 8);
-      rbf_reseal(rnd, l);
+      bk_test_reseal(rnd, l);
     }
     bk_rbf *q = SENTINEL;
     bk_status s = bk_rbf_deserialize(rnd, l, NULL, &q);
@@ -774,8 +766,8 @@ static void test_deserialize_truncated_flipped_random(void **state) {
       size_t at = 24 + bk_test_next(&rng) % (len - 32);
       copy[at] = (unsigned char)bk_test_next(&rng);
     }
-    if (i % 2) rbf_reseal(copy + RBF_HLEN, len - RBF_HLEN - 8);
-    rbf_reseal(copy, len);
+    if (i % 2) bk_test_reseal(copy + RBF_HLEN, len - RBF_HLEN - 8);
+    bk_test_reseal(copy, len);
     bk_rbf *q = SENTINEL;
     bk_status s = bk_rbf_deserialize(copy, len, NULL, &q);
     if (s == BK_OK) {
@@ -834,7 +826,7 @@ static unsigned char *rbf_wrap(const unsigned char *bloom, size_t blen,
   bk__store_le64(p + RBF_OFF_THRESHOLD, threshold);
   bk__store_le64(p + RBF_OFF_RECYCLES, recycles);
   if (blen) memcpy(p + RBF_HLEN, bloom, blen);
-  rbf_reseal(p, *len);
+  bk_test_reseal(p, *len);
   return p;
 }
 
@@ -861,7 +853,7 @@ static void test_deserialize_crafted(void **state) {
   do {                                                 \
     p = rbf_wrap(bloom, blen, (ins), (th), (rec), &l); \
     edit;                                              \
-    rbf_reseal(p, l);                                  \
+    bk_test_reseal(p, l);                                  \
     rbf_expect(p, l, (want), (what));                  \
     free(p);                                           \
   } while (0)
@@ -895,12 +887,12 @@ static void test_deserialize_crafted(void **state) {
   CRAFT("a bloom bit flipped", BK_ECORRUPT, ins, th, 0,
         p[RBF_HLEN + blen / 2] ^= 1);
   CRAFT("bloom k = 0 (its checksum fixed)", BK_ECORRUPT, ins, th, 0,
-        (p[RBF_HLEN + BLOOM_OFF_K] = 0, rbf_reseal(p + RBF_HLEN, blen)));
+        (p[RBF_HLEN + BLOOM_OFF_K] = 0, bk_test_reseal(p + RBF_HLEN, blen)));
   CRAFT("bloom version 2 (its checksum fixed)", BK_ECORRUPT, ins, th, 0,
         (bk__store_le16(p + RBF_HLEN + RBF_OFF_VERSION, 2),
-         rbf_reseal(p + RBF_HLEN, blen)));
+         bk_test_reseal(p + RBF_HLEN, blen)));
   CRAFT("bloom layout 2 (its checksum fixed)", BK_ECORRUPT, ins, th, 0,
-        (p[RBF_HLEN + BLOOM_OFF_LAYOUT] = 2, rbf_reseal(p + RBF_HLEN, blen)));
+        (p[RBF_HLEN + BLOOM_OFF_LAYOUT] = 2, bk_test_reseal(p + RBF_HLEN, blen)));
   /* A blocked-layout bloom is not an RBF's. */
   {
     bk_bloom_config bc = {.m_bits = 4096,
@@ -936,7 +928,7 @@ static void test_deserialize_crafted(void **state) {
     assert_non_null(cut);
     memcpy(cut, bloom, blen - 8); /* drop a word and keep the trailer */
     bk__store_le64(cut + 16, bk__load_le64(bloom + 16) - 8);
-    rbf_reseal(cut, blen - 8);
+    bk_test_reseal(cut, blen - 8);
     p = rbf_wrap(cut, blen - 8, 0, th, 0, &l);
     rbf_expect(p, l, BK_ECORRUPT, "a bloom one word short");
     free(p);

@@ -41,6 +41,18 @@ static inline uint64_t bk_test_next(uint64_t *state) {
  * a failing run can be reproduced. */
 uint64_t bk_test_seed(uint64_t fallback);
 
+/* Rewrite a serialized blob's XXH3-64 trailer after a test edited it, so
+ * the edit reaches the field validation behind the checksum. len >= 8. */
+void bk_test_reseal(unsigned char *blob, size_t len);
+
+/* Sanitizer and unoptimised builds run the heavy tests with less work. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
+    !defined(__OPTIMIZE__)
+#define BK_TEST_SLOW_BUILD 1
+#else
+#define BK_TEST_SLOW_BUILD 0
+#endif
+
 #define assert_bk_ok(expr) assert_int_equal((expr), BK_OK)
 #define assert_bk_status(expr, st) assert_int_equal((expr), (st))
 
