@@ -90,7 +90,7 @@ static double est_of(const bk_rbf *r) {
   return p;
 }
 
-/* Eq. 4.1 as corrected in DESIGN.md, written independently of params.c:
+/* Eq. 4.1 as corrected in docs/design.md, written independently of params.c:
  * (1 - (1 - 1/m)^{k l})^k. */
 static double eq41(uint64_t m, unsigned k, uint64_t l) {
   return pow(1.0 - pow(1.0 - 1.0 / (double)m, (double)k * (double)l),

@@ -84,7 +84,7 @@ BK_API bk_status bk_bits_intersect(bk_bits *dst, const bk_bits *src);
 BK_API bk_status bk_bits_serialized_size(const bk_bits *bits, size_t *out);
 
 /**
- * Write the array in the common serialized form (see DESIGN.md) into `buf`
+ * Write the array in the common serialized form (see docs/design.md) into `buf`
  * of `cap` bytes; *written receives the byte count, equal to
  * bk_bits_serialized_size(). Errors: BK_EINVAL (NULL argument, cap too small;
  * nothing is written then).

@@ -12,7 +12,7 @@
  * Layout: the constituent filters are stored transposed, in lanes: bit j of
  * every filter sits in one W-bit lane, so a membership check is k lane loads
  * whatever N is, and the optimized check of Algorithm 2 (future alone, each
- * consecutive pair, oldest past alone; as corrected in DESIGN.md) is a few
+ * consecutive pair, oldest past alone; as corrected in docs/design.md) is a few
  * bit operations on the AND of the k lanes. Memory is W m / 8 bytes plus a
  * small constant, W = the most filters the FBF may ever hold (N + 2 unless
  * adaptive resizing may grow it).
@@ -140,7 +140,7 @@ BK_API bk_status bk_fbf_advance(bk_fbf *f, uint64_t now);
 
 /*
  * Resizing notes. A grow raises the goal for N + 2 (filters are then kept
- * longer, DESIGN.md erratum) and shortens t; a shrink lowers the goal and
+ * longer, docs/design.md erratum) and shortens t; a shrink lowers the goal and
  * lengthens t, within the floors and ceilings. Refreshes move the actual
  * count toward the goal, dropping a filter only when it holds nothing
  * younger than min_window. In addition, while an adaptive FBF's estimate is
@@ -171,7 +171,7 @@ BK_API bk_status bk_fbf_resize(bk_fbf *f, unsigned n_filters,
  * insertion counts; this is what Algorithm 3 steers by. For the optimized
  * check it is Eq. 4.3's structure (future alone, consecutive pairs, oldest
  * alone) with p_i = (1 - (1 - 1/m)^{k l_i})^k (Eq. 4.1 corrected, see
- * DESIGN.md), except that a pair's term accounts for the inserts the two
+ * docs/design.md), except that a pair's term accounts for the inserts the two
  * filters share (every insert goes into two neighbours): with counts a, b
  * and s shared, (1 - u^a - u^b + u^{a+b-s})^k, u = (1 - 1/m)^k, and that
  * the last pair (which contains the oldest filter) is left out, its event

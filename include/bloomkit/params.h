@@ -37,7 +37,7 @@ BK_API bk_status bk_params_optimal(uint64_t n, double p, uint64_t *m_bits,
  * False positive probability of a standard filter of m bits and k hashes
  * holding n distinct elements: (1 - (1 - 1/m)^{k n})^k, computed without
  * cancellation (log1p/expm1). This is the corrected form of fbf-thesis
- * Eq. 4.1 (see DESIGN.md errata). Errors: BK_EINVAL (NULL out, m == 0,
+ * Eq. 4.1 (see docs/design.md errata). Errors: BK_EINVAL (NULL out, m == 0,
  * k == 0 or k > BK_K_MAX).
  */
 BK_API bk_status bk_params_fpp(uint64_t m_bits, unsigned k, uint64_t n,

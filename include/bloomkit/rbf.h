@@ -2,7 +2,7 @@
 /*
  * bk_rbf: the Recyclable Bloom Filter, the FBF thesis' baseline (Sec. 6.4.4):
  * one Bloom filter that is cleared whole when its estimated false positive
- * probability, Eq. 4.1 (corrected, see DESIGN.md) from the number of
+ * probability, Eq. 4.1 (corrected, see docs/design.md) from the number of
  * elements inserted, reaches the target. Same insert/contains interface as
  * bk_fbf, so the two compare side by side at equal memory.
  *

@@ -18,7 +18,7 @@
  *
  * A check loads the k lanes of the key (two aligned words each), ANDs them,
  * rotates the result into logical order and applies the pair rule of the
- * optimized check (Algorithm 2 as corrected in DESIGN.md):
+ * optimized check (Algorithm 2 as corrected in docs/design.md):
  *   hit = L.future | (L.p & L.p+1 for p = present .. past_{N-1}) | L.oldest
  * so it costs at most k loads whatever N is.
  *
@@ -83,7 +83,7 @@ static inline uint64_t to_logical(uint64_t lane, unsigned head, unsigned w) {
 }
 
 /* The pair rule on logical bits L of `count` filters (Algorithm 2, with the
- * oldest past checked alone as DESIGN.md's erratum says). */
+ * oldest past checked alone as docs/design.md's erratum says). */
 static inline bool decide(uint64_t logical, unsigned count,
                           bk_fbf_check check) {
   logical &= width_mask(count);
