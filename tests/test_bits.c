@@ -2,8 +2,8 @@
 /*
  * bk_bits: single-bit operations against a reference model, boundaries,
  * whole-array operations, the serialized form (round trip, a golden blob of
- * format version 1, and hostile input: truncation, bit flips, field
- * mutations with a recomputed checksum, random buffers), concurrent
+ * format version 1, the codec harness's hostile input, and the parameter
+ * rules field by field), concurrent
  * test-and-set, OOM injection and a large array.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -45,79 +45,12 @@ static uint64_t popcount(const bk_bits *b) {
   return c;
 }
 
-/* Serialize into a fresh exact-size heap buffer (so ASan sees over-reads). */
 static unsigned char *serialize(const bk_bits *b, size_t *len) {
-  size_t need = 0, written = 0;
-  assert_bk_ok(bk_bits_serialized_size(b, &need));
-  unsigned char *buf = malloc(need);
-  assert_non_null(buf);
-  assert_bk_ok(bk_bits_serialize(b, buf, need, &written));
-  assert_int_equal(written, need);
-  *len = need;
-  return buf;
+  return bk_test_serialize(&bk_test_codec_bits, b, len);
 }
 
-
-/* Deserialize a copy of buf[0, len) into an exact-size heap block. Returns
- * the status; on success *out (else untouched). Checks the allocator:
- * nothing leaks on failure and the peak allocation stays within what len
- * can describe (len bytes of payload plus alignment slack and the object). */
 static bk_status try_load(const unsigned char *buf, size_t len, bk_bits **out) {
-  unsigned char *copy = malloc(len ? len : 1);
-  assert_non_null(copy);
-  if (len) memcpy(copy, buf, len);
-  bk_test_alloc st;
-  bk_allocator al = bk_test_allocator(&st, 0);
-  bk_bits *b = NULL;
-  bk_status s = bk_bits_deserialize(copy, len, &al, &b);
-  assert_true(st.peak_bytes <= 2 * (size_t)len + 4096);
-  if (s == BK_OK) {
-    assert_non_null(b);
-    assert_true(st.live > 0);
-    /* Re-home the object on libc so the caller can keep it: round trip it
-     * through the serializer (which also proves it is usable). */
-    size_t n2;
-    unsigned char *again = serialize(b, &n2);
-    bk_bits_destroy(b);
-    assert_int_equal(st.live, 0);
-    bk_bits *plain = NULL;
-    assert_bk_ok(bk_bits_deserialize(again, n2, NULL, &plain));
-    free(again);
-    if (out)
-      *out = plain;
-    else
-      bk_bits_destroy(plain);
-  } else {
-    assert_int_equal(st.live, 0);
-  }
-  free(copy);
-  return s;
-}
-
-static void expect_rejected(const unsigned char *buf, size_t len,
-                            const char *what, size_t pos) {
-  bk_status s = try_load(buf, len, NULL);
-  if (s != BK_ECORRUPT && s != BK_EVERSION)
-    fail_msg("%s at %zu (len %zu): got %s, want BK_ECORRUPT or BK_EVERSION",
-             what, pos, len, bk_status_name(s));
-}
-
-/* An accepted blob must be canonical: serializing what was loaded gives the
- * same bytes back (reserved bytes zero, no stray bits, one encoding). */
-static void expect_rejected_or_canonical(const unsigned char *buf, size_t len,
-                                         const char *what, size_t pos) {
-  bk_bits *b = NULL;
-  bk_status s = try_load(buf, len, &b);
-  if (s == BK_OK) {
-    size_t n2;
-    unsigned char *again = serialize(b, &n2);
-    if (n2 != len || memcmp(again, buf, len) != 0)
-      fail_msg("%s at %zu: accepted a non-canonical blob", what, pos);
-    free(again);
-    bk_bits_destroy(b);
-  } else if (s != BK_ECORRUPT && s != BK_EVERSION) {
-    fail_msg("%s at %zu: got %s", what, pos, bk_status_name(s));
-  }
+  return bk_test_codec_load(&bk_test_codec_bits, buf, len, (void **)out);
 }
 
 /* ---- create, size, bad arguments ----------------------------------------- */
@@ -518,110 +451,54 @@ static void test_golden_v1(void **state) {
   free(golden);
 }
 
-static void test_deserialize_truncated(void **state) {
+/* Every generic hostile-input case (tests/codec_harness.c) on the golden
+ * blob, a one-bit array and a 1000-bit one. */
+static void test_deserialize_hostile(void **state) {
   (void)state;
+  uint64_t seed = bk_test_seed(0xF022);
   size_t len;
   unsigned char *golden = golden_blob(&len);
-  for (size_t cut = 0; cut < len; cut++) {
-    bk_status s = try_load(golden, cut, NULL);
-    if (s != BK_ECORRUPT)
-      fail_msg("truncated to %zu of %zu bytes: got %s, want BK_ECORRUPT", cut,
-               len, bk_status_name(s));
-  }
-  /* one byte too many is as wrong as one too few */
-  unsigned char *longer = calloc(1, len + 1);
-  assert_non_null(longer);
-  memcpy(longer, golden, len);
-  assert_int_equal(try_load(longer, len + 1, NULL), BK_ECORRUPT);
-  free(longer);
-  /* a bigger array truncated everywhere, too */
-  bk_bits *b = make_bits(1000);
-  assert_bk_ok(bk_bits_set(b, 999));
-  size_t blen;
-  unsigned char *blob = serialize(b, &blen);
-  for (size_t cut = 0; cut < blen; cut++)
-    assert_int_equal(try_load(blob, cut, NULL), BK_ECORRUPT);
-  free(blob);
+  bk_bits *b = NULL;
+  assert_bk_ok(try_load(golden, len, &b));
+  bk_test_codec_hostile(&bk_test_codec_bits, b, seed);
   bk_bits_destroy(b);
   free(golden);
+  const uint64_t sizes[] = {1, 1000};
+  for (size_t i = 0; i < 2; i++) {
+    b = make_bits(sizes[i]);
+    assert_bk_ok(bk_bits_set(b, sizes[i] - 1));
+    bk_test_codec_hostile(&bk_test_codec_bits, b, seed + i);
+    bk_bits_destroy(b);
+  }
 }
 
-static void test_deserialize_bit_flips(void **state) {
+/* The parameter rules of bits, field by field (resealed). */
+static void test_deserialize_fields(void **state) {
   (void)state;
   size_t len;
-  unsigned char *golden = golden_blob(&len);
-  unsigned char *m = malloc(len);
-  assert_non_null(m);
-  for (size_t bit = 0; bit < len * 8; bit++) {
-    memcpy(m, golden, len);
-    m[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-    expect_rejected(m, len, "bit flip", bit);
-  }
-  free(m);
-  free(golden);
-}
-
-/* Mutations the checksum cannot catch: flip each bit of the header and
- * payload, then recompute the trailer. Everything the reader validates must
- * reject the blob; whatever it accepts must be canonical. */
-static void test_deserialize_mutations_with_valid_checksum(void **state) {
-  (void)state;
-  size_t len;
-  unsigned char *golden = golden_blob(&len);
-  unsigned char *m = malloc(len);
-  assert_non_null(m);
-  for (size_t bit = 0; bit < (len - 8) * 8; bit++) {
-    memcpy(m, golden, len);
-    m[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-    bk_test_reseal(m, len);
-    expect_rejected_or_canonical(m, len, "checksummed bit flip", bit);
-  }
-
-  /* targeted fields, each must be rejected */
-#define MUTATE(stmt, want)                                       \
-  do {                                                           \
-    memcpy(m, golden, len);                                      \
-    stmt;                                                        \
-    bk_test_reseal(m, len);                                        \
-    bk_status s_ = try_load(m, len, NULL);                       \
-    if (s_ != (want))                                            \
-      fail_msg("%s: got %s, want %s", #stmt, bk_status_name(s_), \
-               bk_status_name(want));                            \
-  } while (0)
-  MUTATE(m[0] = 'X', BK_ECORRUPT);                               /* magic */
-  MUTATE(bk__store_le16(m + 6, BK__TYPE_COUNTERS), BK_ECORRUPT); /* type */
-  MUTATE(bk__store_le16(m + 6, 0), BK_ECORRUPT);
-  MUTATE(bk__store_le16(m + 4, 2), BK_EVERSION); /* future version */
-  MUTATE(bk__store_le16(m + 4, 0xFFFF), BK_EVERSION);
-  MUTATE(bk__store_le32(m + 8, 24), BK_ECORRUPT); /* header length */
-  MUTATE(bk__store_le32(m + 8, 40), BK_ECORRUPT);
-  MUTATE(bk__store_le32(m + 8, UINT32_MAX), BK_ECORRUPT);
-  MUTATE(m[12] = 1, BK_ECORRUPT); /* reserved */
-  MUTATE(m[15] = 0x80, BK_ECORRUPT);
-  MUTATE(bk__store_le64(m + 16, 8), BK_ECORRUPT); /* payload length */
-  MUTATE(bk__store_le64(m + 16, 24), BK_ECORRUPT);
-  MUTATE(bk__store_le64(m + 16, UINT64_MAX), BK_ECORRUPT);
-  MUTATE(bk__store_le64(m + 16, UINT64_MAX - 31), BK_ECORRUPT);
-  MUTATE(bk__store_le64(m + 24, 0), BK_ECORRUPT);   /* n_bits */
-  MUTATE(bk__store_le64(m + 24, 129), BK_ECORRUPT); /* needs 3 words */
-  MUTATE(bk__store_le64(m + 24, 64), BK_ECORRUPT);  /* needs 1 word */
-  MUTATE(bk__store_le64(m + 24, BK_BITS_MAX + 1), BK_ECORRUPT);
-  MUTATE(bk__store_le64(m + 24, UINT64_MAX), BK_ECORRUPT);
-  MUTATE(bk__store_le64(m + 24, UINT64_MAX - 62), BK_ECORRUPT);
+  unsigned char *m = golden_blob(&len);
+  const bk_test_codec *c = &bk_test_codec_bits;
+#define EDIT(off, width, value, want) \
+  bk_test_codec_expect_edit(c, m, len, off, width, value, want, #off " " #value)
+  EDIT(24, 8, 0, BK_ECORRUPT);   /* n_bits */
+  EDIT(24, 8, 129, BK_ECORRUPT); /* needs 3 words */
+  EDIT(24, 8, 64, BK_ECORRUPT);  /* needs 1 word */
+  EDIT(24, 8, BK_BITS_MAX + 1, BK_ECORRUPT);
+  EDIT(24, 8, UINT64_MAX, BK_ECORRUPT);
+  EDIT(24, 8, UINT64_MAX - 62, BK_ECORRUPT);
   /* stray bits past n_bits = 70 in the last word: bits 70, 100, 127 */
-  MUTATE(m[32 + 70 / 8] |= (unsigned char)(1u << (70 % 8)), BK_ECORRUPT);
-  MUTATE(m[32 + 100 / 8] |= (unsigned char)(1u << (100 % 8)), BK_ECORRUPT);
-  MUTATE(m[32 + 127 / 8] |= (unsigned char)(1u << (127 % 8)), BK_ECORRUPT);
+  EDIT(32 + 70 / 8, 1, m[32 + 70 / 8] | 1u << (70 % 8), BK_ECORRUPT);
+  EDIT(32 + 100 / 8, 1, m[32 + 100 / 8] | 1u << (100 % 8), BK_ECORRUPT);
+  EDIT(32 + 127 / 8, 1, m[32 + 127 / 8] | 1u << (127 % 8), BK_ECORRUPT);
   /* but a bit inside the array is just data: bit 68 */
-  MUTATE(m[32 + 68 / 8] |= (unsigned char)(1u << (68 % 8)), BK_OK);
+  EDIT(32 + 68 / 8, 1, m[32 + 68 / 8] | 1u << (68 % 8), BK_OK);
   /* a shorter n_bits that still fits two words and leaves no stray bit */
-  MUTATE(bk__store_le64(m + 24, 127), BK_OK);
+  EDIT(24, 8, 127, BK_OK);
   /* a shorter n_bits that turns bit 69 into a stray */
-  MUTATE(bk__store_le64(m + 24, 69), BK_ECORRUPT);
-#undef MUTATE
+  EDIT(24, 8, 69, BK_ECORRUPT);
+#undef EDIT
 
   /* The bit-68 blob really loads with bit 68 set. */
-  memcpy(m, golden, len);
   m[32 + 68 / 8] |= (unsigned char)(1u << (68 % 8));
   bk_test_reseal(m, len);
   bk_bits *b = NULL;
@@ -630,7 +507,6 @@ static void test_deserialize_mutations_with_valid_checksum(void **state) {
   assert_int_equal(popcount(b), 5);
   bk_bits_destroy(b);
   free(m);
-  free(golden);
 }
 
 /* A blob whose n_bits claims a huge array but whose lengths are consistent
@@ -667,52 +543,6 @@ static void test_deserialize_empty_payload(void **state) {
     if (s != BK_ECORRUPT)
       fail_msg("empty payload, n_bits %llu: got %s, want BK_ECORRUPT",
                (unsigned long long)claims[i], bk_status_name(s));
-  }
-}
-
-static void test_deserialize_random(void **state) {
-  (void)state;
-  uint64_t rng = bk_test_seed(0xF022);
-  enum { ITERS = 10000, MAXLEN = 300 };
-  unsigned char buf[MAXLEN];
-  for (int it = 0; it < ITERS; it++) {
-    size_t len = (size_t)(bk_test_next(&rng) % MAXLEN);
-    for (size_t i = 0; i < len; i++) buf[i] = (unsigned char)bk_test_next(&rng);
-    if (it % 2 == 0) {
-      /* pure noise: the checksum alone makes acceptance a 2^-64 event */
-      bk_status s = try_load(buf, len, NULL);
-      if (s != BK_ECORRUPT && s != BK_EVERSION)
-        fail_msg("random buffer %d (len %zu): got %s", it, len,
-                 bk_status_name(s));
-      continue;
-    }
-    /* structured noise: a plausible envelope with random parameters and a
-     * valid checksum, so the reader's parameter checks are reached */
-    if (len < 40) len = 40 + len % 64;
-    uint64_t r = bk_test_next(&rng);
-    uint64_t n_bits = it % 3 ? r % (8 * (len - 40) + 65) : r;
-    if (it % 3 == 1) {
-      /* lengths that agree, random words, stray bits cleared half the time */
-      len = 40 + 8 * ((len - 40) / 8 + 1);
-      if (len > MAXLEN) len -= 8;
-      uint64_t p_bits = 8 * (uint64_t)(len - 40);
-      n_bits = p_bits - r % (p_bits < 64 ? p_bits : 64);
-      if ((r >> 8) % 2) {
-        unsigned used = (unsigned)(n_bits % 64);
-        uint64_t last = bk__load_le64(buf + len - 16);
-        if (used) last &= ((uint64_t)1 << used) - 1;
-        bk__store_le64(buf + len - 16, last);
-      }
-    }
-    memcpy(buf, "BKIT", 4);
-    bk__store_le16(buf + 4, (uint16_t)(1 + (it % 7 == 0)));
-    bk__store_le16(buf + 6, BK__TYPE_BITS);
-    bk__store_le32(buf + 8, 32);
-    if (it % 5) bk__store_le32(buf + 12, 0);
-    bk__store_le64(buf + 16, (uint64_t)(len - 40));
-    bk__store_le64(buf + 24, n_bits);
-    bk_test_reseal(buf, len);
-    expect_rejected_or_canonical(buf, len, "structured random", (size_t)it);
   }
 }
 
@@ -986,31 +816,6 @@ static void test_oom_create(void **state) {
   oom_create((uint64_t)1 << 25, false); /* 4 MiB: the large-region path */
 }
 
-static void test_oom_deserialize(void **state) {
-  (void)state;
-  bk_bits *src = make_bits(5000);
-  assert_bk_ok(bk_bits_set(src, 4999));
-  size_t len;
-  unsigned char *blob = serialize(src, &len);
-  bk_test_alloc st;
-  size_t fail_at;
-  bk_bits *b = NULL;
-  for (fail_at = 1; fail_at < 100; fail_at++) {
-    bk_allocator al = bk_test_allocator(&st, fail_at);
-    bk_status s = bk_bits_deserialize(blob, len, &al, &b);
-    if (s == BK_OK) break;
-    assert_int_equal(s, BK_ENOMEM);
-    assert_int_equal(st.live, 0);
-  }
-  assert_true(fail_at > 1 && fail_at < 100);
-  assert_true(get_bit(b, 4999));
-  assert_int_equal(popcount(b), 1);
-  bk_bits_destroy(b);
-  assert_int_equal(st.live, 0);
-  free(blob);
-  bk_bits_destroy(src);
-}
-
 /* ---- large array --------------------------------------------------------- */
 
 static void large_array(const bk_allocator *al) {
@@ -1089,18 +894,15 @@ int main(void) {
       cmocka_unit_test(test_serialize_round_trip),
       cmocka_unit_test(test_serialize_cap),
       cmocka_unit_test(test_golden_v1),
-      cmocka_unit_test(test_deserialize_truncated),
-      cmocka_unit_test(test_deserialize_bit_flips),
-      cmocka_unit_test(test_deserialize_mutations_with_valid_checksum),
+      cmocka_unit_test(test_deserialize_hostile),
+      cmocka_unit_test(test_deserialize_fields),
       cmocka_unit_test(test_deserialize_no_unbounded_alloc),
       cmocka_unit_test(test_deserialize_empty_payload),
-      cmocka_unit_test(test_deserialize_random),
       cmocka_unit_test(test_concurrent_test_and_set),
       cmocka_unit_test(test_concurrent_set_clear_neighbours),
       cmocka_unit_test(test_concurrent_whole_array_ops),
       cmocka_unit_test(test_concurrent_clear_all),
       cmocka_unit_test(test_oom_create),
-      cmocka_unit_test(test_oom_deserialize),
       cmocka_unit_test(test_large_array),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

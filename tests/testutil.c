@@ -6,10 +6,6 @@
  */
 #include "testutil.h"
 
-/* Header-only use of Debian's xxHash for the trailer. */
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,9 +76,4 @@ uint64_t bk_test_seed(uint64_t fallback) {
     printed = 1;
   }
   return seed;
-}
-
-void bk_test_reseal(unsigned char *blob, size_t len) {
-  uint64_t h = (uint64_t)XXH3_64bits(blob, len - 8);
-  for (int i = 0; i < 8; i++) blob[len - 8 + i] = (unsigned char)(h >> (8 * i));
 }

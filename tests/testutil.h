@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "bloomkit/common.h"
+#include "codecs.h"
 
 /* Counting allocator. fail_at == 0 never fails; fail_at == N fails the Nth
  * call of alloc/realloc (1-based) and every later one while fail_sticky. */
@@ -41,9 +42,44 @@ static inline uint64_t bk_test_next(uint64_t *state) {
  * a failing run can be reproduced. */
 uint64_t bk_test_seed(uint64_t fallback);
 
-/* Rewrite a serialized blob's XXH3-64 trailer after a test edited it, so
- * the edit reaches the field validation behind the checksum. len >= 8. */
-void bk_test_reseal(unsigned char *blob, size_t len);
+/* ---- the codec hostile-input harness (codec_harness.c) -------------------
+ * The codec descriptors (bk_test_codec_<type>) and bk_test_reseal come from
+ * codecs.h. */
+
+/* Serialize obj into an exact-size malloc'd buffer; fails the test if any
+ * call fails or written != serialized_size. */
+unsigned char *bk_test_serialize(const bk_test_codec *c, const void *obj,
+                                 size_t *len);
+
+/* Serialize `obj` and run every hostile-input case against its blob: each
+ * truncation length (plain, resealed, and with the payload length made to
+ * agree), trailing bytes, every envelope/parameter/trailer bit flipped with
+ * the checksum stale (must be rejected) and resealed, the envelope's fields
+ * (magic, version 0 / newer, every other type tag, header and payload
+ * lengths, reserved word) at wrong and oversized values (must be rejected),
+ * each parameter byte and each 2/4/8-byte field at every offset set to edge
+ * values and resealed, random noise and random resealed edits, and an
+ * allocation failing at each step of a load. A rejection must be
+ * BK_ECORRUPT / BK_EVERSION with the out-parameter untouched and nothing
+ * leaked; an acceptance must pass bk_test_codec_check_accepted, free every
+ * block on destroy, and allocate at most about what the original did.
+ * Blobs up to 4 KiB get every truncation length; keep test objects small. */
+void bk_test_codec_hostile(const bk_test_codec *c, const void *obj,
+                           uint64_t seed);
+
+/* Load blob[0, len) through the counting allocator: returns the status
+ * (an error leaves nothing allocated); an accepted blob must pass
+ * bk_test_codec_check_accepted. With out non-NULL and BK_OK, *out receives
+ * a libc-allocated copy for the caller to inspect and destroy. */
+bk_status bk_test_codec_load(const bk_test_codec *c, const unsigned char *blob,
+                             size_t len, void **out);
+
+/* Store the little-endian `width`-byte `value` at blob[off] in a copy,
+ * reseal, load, and require `want` (`what` names the case on failure). */
+void bk_test_codec_expect_edit(const bk_test_codec *c,
+                               const unsigned char *blob, size_t len,
+                               size_t off, unsigned width, uint64_t value,
+                               bk_status want, const char *what);
 
 /* Sanitizer and unoptimised builds run the heavy tests with less work. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \

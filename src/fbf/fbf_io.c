@@ -28,6 +28,15 @@
 #define FBF_FIXED_HEADER 160u
 #define FPP_SCALE 1e18
 
+/* target_fpp on the wire. Rounding can reach 0 or 10^18 at the ends of
+ * (0, 1): keep it inside, so what this writes always loads. */
+static uint64_t fpp_units(double fpp) {
+  int64_t units = llround(fpp * FPP_SCALE);
+  if (units < 1) units = 1;
+  if (units > 999999999999999999) units = 999999999999999999;
+  return (uint64_t)units;
+}
+
 static uint32_t header_len_for(unsigned width) {
   return FBF_FIXED_HEADER + 24u * width;
 }
@@ -71,10 +80,7 @@ bk_status bk_fbf_serialize(const bk_fbf *f, void *buf, size_t cap,
   bk__store_le64(p + 96, f->deferred);
   /* Rounding can reach 0 or 10^18 at the ends of (0, 1): keep it inside,
    * so what this writes always loads. */
-  int64_t units = llround(f->target_fpp * FPP_SCALE);
-  if (units < 1) units = 1;
-  if (units > 999999999999999999) units = 999999999999999999;
-  bk__store_le64(p + 104, (uint64_t)units);
+  bk__store_le64(p + 104, fpp_units(f->target_fpp));
   bk__store_le64(p + 112, f->adapt_interval);
   bk__store_le64(p + 120, f->next_adapt);
   bk__store_le64(p + 128, f->period_step);
@@ -142,7 +148,7 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
   unsigned adaptive = p[41];
   uint64_t seed = bk__load_le64(p + 48);
   uint64_t t = bk__load_le64(p + 72), min_window = bk__load_le64(p + 80);
-  uint64_t fpp_units = bk__load_le64(p + 104);
+  uint64_t units = bk__load_le64(p + 104);
   uint64_t interval = bk__load_le64(p + 112), step = bk__load_le64(p + 128);
   uint64_t min_period = bk__load_le64(p + 136);
   uint64_t max_period = bk__load_le64(p + 144);
@@ -162,8 +168,13 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
   BK_RETURN_IF(t == 0 || min_period == 0 || min_period > t || t > max_period,
                BK_ECORRUPT);
   BK_RETURN_IF(interval == 0 || step == 0, BK_ECORRUPT);
-  BK_RETURN_IF(fpp_units == 0 || fpp_units >= (uint64_t)1000000000000000000u,
+  BK_RETURN_IF(units == 0 || units >= (uint64_t)1000000000000000000u,
                BK_ECORRUPT);
+  /* Only a value the writer produces: units past 2^53 do not survive the
+   * trip through a double, and a blob that re-serializes differently is
+   * not one an FBF wrote. */
+  double target_fpp = (double)units / FPP_SCALE;
+  BK_RETURN_IF(fpp_units(target_fpp) != units, BK_ECORRUPT);
   BK_RETURN_IF(gen >= ((uint64_t)1 << 43), BK_ECORRUPT);
   BK_RETURN_IF(min_window > UINT64_MAX / 2, BK_ECORRUPT);
   /* The schedule must be what an FBF can be in after an advance: the next
@@ -210,7 +221,7 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
   f->deferred = bk__load_le64(p + 96);
   f->target_count = target;
   f->adaptive = adaptive;
-  f->target_fpp = (double)fpp_units / FPP_SCALE;
+  f->target_fpp = target_fpp;
   f->adapt_interval = interval;
   f->next_adapt = bk__load_le64(p + 120);
   f->period_step = step;

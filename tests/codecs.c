@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The codec descriptors of every serialized bloomkit type (see codecs.h):
+ * adapters from each type's functions to the void-pointer signatures, and
+ * the calls an accepted object must answer. No cmocka here: the libFuzzer
+ * targets link this file too, and turn a returned message into a crash.
+ */
+#include "codecs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Header-only use of Debian's xxHash for the trailer. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "bloomkit/bits.h"
+#include "bloomkit/bloom.h"
+#include "bloomkit/counters.h"
+#include "bloomkit/fbf.h"
+#include "bloomkit/idem.h"
+#include "bloomkit/rbf.h"
+#include "core/internal.h"
+
+void bk_test_reseal(unsigned char *blob, size_t len) {
+  bk__store_le64(blob + len - 8, (uint64_t)XXH3_64bits(blob, len - 8));
+}
+
+/* Generates the four adapters of type bk_<T>. */
+#define BK_TEST_CODEC_ADAPTERS(T)                                             \
+  static bk_status T##_size(const void *o, size_t *n) {                       \
+    return bk_##T##_serialized_size(o, n);                                    \
+  }                                                                           \
+  static bk_status T##_save(const void *o, void *b, size_t cap, size_t *w) {  \
+    return bk_##T##_serialize(o, b, cap, w);                                  \
+  }                                                                           \
+  static bk_status T##_load(const void *b, size_t len, const bk_allocator *a, \
+                            void **out) {                                     \
+    bk_##T *x = *out;                                                         \
+    bk_status s = bk_##T##_deserialize(b, len, a, &x);                        \
+    *out = x;                                                                 \
+    return s;                                                                 \
+  }                                                                           \
+  static void T##_destroy(void *o) {                                          \
+    bk_##T##_destroy(o);                                                      \
+  }
+
+#define BK_TEST_CODEC(T, tag, ver, canon)                     \
+  const bk_test_codec bk_test_codec_##T = {                   \
+      #T,       tag,      ver,         canon,       T##_size, \
+      T##_save, T##_load, T##_destroy, T##_exercise}
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
+#define EX_CHECK(cond)                                        \
+  do {                                                        \
+    if (!(cond)) return "codecs.c:" STR(__LINE__) ": " #cond; \
+  } while (0)
+
+/* ---- bits ---------------------------------------------------------------- */
+
+static const char *bits_exercise(void *obj) {
+  bk_bits *bits = obj;
+  uint64_t n = bk_bits_size(bits), ones = 0;
+  EX_CHECK(n >= 1);
+  EX_CHECK(bk_bits_popcount(bits, &ones) == BK_OK && ones <= n);
+  bool was, v;
+  EX_CHECK(bk_bits_test_and_set(bits, n - 1, &was) == BK_OK);
+  EX_CHECK(bk_bits_test(bits, n - 1, &v) == BK_OK && v);
+  EX_CHECK(bk_bits_test(bits, n, &v) == BK_EINVAL);
+  EX_CHECK(bk_bits_clear(bits, 0) == BK_OK);
+  EX_CHECK(bk_bits_test(bits, 0, &v) == BK_OK && !v);
+  EX_CHECK(bk_bits_clear_all(bits) == BK_OK);
+  EX_CHECK(bk_bits_popcount(bits, &ones) == BK_OK && ones == 0);
+  return NULL;
+}
+BK_TEST_CODEC_ADAPTERS(bits)
+BK_TEST_CODEC(bits, BK__TYPE_BITS, 1, true);
+
+/* ---- counters ------------------------------------------------------------ */
+
+static const char *counters_exercise(void *obj) {
+  bk_counters *c = obj;
+  uint64_t n = bk_counters_size(c);
+  unsigned width = bk_counters_width(c);
+  uint32_t max = bk_counters_max(c);
+  EX_CHECK(n >= 1);
+  EX_CHECK(width == 4 || width == 8 || width == 16 || width == 32);
+  EX_CHECK(max == (width == 32 ? UINT32_MAX : (1u << width) - 1));
+  const uint64_t probe[3] = {0, n / 2, n - 1};
+  for (int i = 0; i < 3; i++) {
+    uint32_t v = 0, after = 0;
+    EX_CHECK(bk_counters_get(c, probe[i], &v) == BK_OK && v <= max);
+    bk_status s = bk_counters_inc(c, probe[i], &after);
+    EX_CHECK(s == BK_OK || s == BK_ESATURATED);
+    EX_CHECK(after <= max && after >= v);
+  }
+  uint32_t v;
+  EX_CHECK(bk_counters_get(c, n, &v) == BK_EINVAL);
+  return NULL;
+}
+BK_TEST_CODEC_ADAPTERS(counters)
+BK_TEST_CODEC(counters, BK__TYPE_COUNTERS, 1, true);
+
+/* ---- bloom --------------------------------------------------------------- */
+
+static const char *bloom_exercise(void *obj) {
+  bk_bloom *b = obj;
+  bk_bloom_info info;
+  EX_CHECK(bk_bloom_info_get(b, &info) == BK_OK);
+  EX_CHECK(info.k >= 1 && info.k <= 64 && info.m_bits >= 1);
+  double d;
+  EX_CHECK(bk_bloom_cardinality(b, &d) == BK_OK && d >= 0);
+  EX_CHECK(bk_bloom_fill_fpp(b, &d) == BK_OK && d >= 0 && d <= 1);
+  bool found, added;
+  EX_CHECK(bk_bloom_contains(b, "probe", 5, &found) == BK_OK);
+  EX_CHECK(bk_bloom_add_if_absent(b, "probe", 5, &added) == BK_OK);
+  EX_CHECK(!(found && added));
+  EX_CHECK(bk_bloom_contains(b, "probe", 5, &found) == BK_OK && found);
+  /* The modified filter round-trips and merges with its copy. */
+  size_t need, written;
+  EX_CHECK(bk_bloom_serialized_size(b, &need) == BK_OK);
+  unsigned char *out = malloc(need);
+  EX_CHECK(out != NULL);
+  bk_bloom *again = NULL;
+  bool ok = bk_bloom_serialize(b, out, need, &written) == BK_OK &&
+            bk_bloom_deserialize(out, written, NULL, &again) == BK_OK &&
+            bk_bloom_contains(again, "probe", 5, &found) == BK_OK && found &&
+            bk_bloom_merge(again, b) == BK_OK;
+  bk_bloom_destroy(again);
+  free(out);
+  EX_CHECK(ok);
+  return NULL;
+}
+BK_TEST_CODEC_ADAPTERS(bloom)
+BK_TEST_CODEC(bloom, BK__TYPE_BLOOM, 1, true);
+
+/* ---- fbf ----------------------------------------------------------------- */
+
+static const char *fbf_exercise(void *obj) {
+  bk_fbf *f = obj;
+  bool v;
+  bk_hash h = {0x1234, 0x5678};
+  EX_CHECK(bk_fbf_contains_hash(f, h, &v) == BK_OK);
+  EX_CHECK(bk_fbf_insert_hash(f, h) == BK_OK);
+  EX_CHECK(bk_fbf_contains_hash(f, h, &v) == BK_OK && v);
+  bool is_new;
+  EX_CHECK(bk_fbf_insert_if_absent(f, "x", 1, &is_new) == BK_OK);
+  EX_CHECK(bk_fbf_contains(f, "x", 1, &v) == BK_OK && v);
+  double fpp;
+  EX_CHECK(bk_fbf_estimated_fpp(f, BK_FBF_CHECK_DEFAULT, &fpp) == BK_OK);
+  EX_CHECK(fpp >= 0.0 && fpp <= 1.0);
+  bk_fbf_info info;
+  EX_CHECK(bk_fbf_info_get(f, &info) == BK_OK);
+  EX_CHECK(info.n_filters >= 3 && info.n_filters <= info.max_filters);
+  /* One more period: a restored schedule is never stale. */
+  uint64_t later = info.now > UINT64_MAX - info.refresh_period
+                       ? UINT64_MAX
+                       : info.now + info.refresh_period;
+  EX_CHECK(bk_fbf_advance(f, later) == BK_OK);
+  EX_CHECK(bk_fbf_contains_hash(f, h, &v) == BK_OK);
+  return NULL;
+}
+BK_TEST_CODEC_ADAPTERS(fbf)
+BK_TEST_CODEC(fbf, BK__TYPE_FBF, 1, true);
+
+/* ---- rbf ----------------------------------------------------------------- */
+
+static const char *rbf_exercise(void *obj) {
+  bk_rbf *r = obj;
+  bool v;
+  bk_hash h = {0x1234, 0x5678};
+  EX_CHECK(bk_rbf_contains_hash(r, h, &v) == BK_OK);
+  EX_CHECK(bk_rbf_insert_hash(r, h) == BK_OK);
+  bool is_new;
+  EX_CHECK(bk_rbf_insert_if_absent(r, "x", 1, &is_new) == BK_OK);
+  double fpp;
+  EX_CHECK(bk_rbf_estimated_fpp(r, &fpp) == BK_OK);
+  EX_CHECK(fpp >= 0.0 && fpp <= 1.0);
+  bk_rbf_info info;
+  EX_CHECK(bk_rbf_info_get(r, &info) == BK_OK);
+  return NULL;
+}
+BK_TEST_CODEC_ADAPTERS(rbf)
+BK_TEST_CODEC(rbf, BK__TYPE_RBF, 1, true);
+
+/* ---- idem ---------------------------------------------------------------- */
+
+static int count_keys(void *ctx, const void *key, size_t len, int64_t value) {
+  (void)key, (void)len, (void)value;
+  ++*(uint64_t *)ctx;
+  return 0;
+}
+
+static const char *idem_exercise(void *obj) {
+  bk_idem *t = obj;
+  bk_idem_info info;
+  EX_CHECK(bk_idem_info_get(t, &info) == BK_OK);
+  uint64_t walked = 0;
+  EX_CHECK(bk_idem_iterate(t, count_keys, &walked) == BK_OK);
+  EX_CHECK(walked == info.keys);
+  bk_idem_op_id id = {0xFEEDu, 7};
+  int64_t v, v2;
+  bk_idem_outcome o;
+  bk_status s = bk_idem_add(t, "k", 1, id, 1, &v, &o);
+  EX_CHECK(s == BK_OK || s == BK_ERANGE);
+  if (s == BK_OK) {
+    /* The same op again is a duplicate for every strategy but NONE. */
+    s = bk_idem_add(t, "k", 1, id, 1, &v2, &o);
+    if (info.strategy == BK_IDEM_NONE) {
+      EX_CHECK(s == BK_ERANGE || (s == BK_OK && v2 == v + 1));
+    } else {
+      EX_CHECK(s == BK_OK && o == BK_IDEM_DUPLICATE && v2 == v);
+    }
+    EX_CHECK(bk_idem_get(t, "k", 1, &v) == BK_OK);
+  }
+  return NULL;
+}
+BK_TEST_CODEC_ADAPTERS(idem)
+BK_TEST_CODEC(idem, BK__TYPE_IDEM, 1, true);
+
+/* ---- checks shared with the harness and the fuzzers ---------------------- */
+
+unsigned char *bk_test_codec_serialize(const bk_test_codec *c, const void *obj,
+                                       size_t *len, bk_status *status) {
+  size_t need = 0, written = 0;
+  *status = c->serialized_size(obj, &need);
+  if (*status != BK_OK) return NULL;
+  unsigned char *buf = malloc(need ? need : 1);
+  if (!buf) {
+    *status = BK_ENOMEM;
+    return NULL;
+  }
+  *status = c->serialize(obj, buf, need, &written);
+  if (*status == BK_OK && written != need) *status = BK_EINVAL;
+  if (*status != BK_OK) {
+    free(buf);
+    return NULL;
+  }
+  *len = need;
+  return buf;
+}
+
+static char sentinel_storage;
+#define SENTINEL ((void *)&sentinel_storage)
+
+const char *bk_test_codec_check_accepted(const bk_test_codec *c,
+                                         const unsigned char *blob, size_t len,
+                                         bk_status *status) {
+  void *obj = SENTINEL;
+  *status = c->deserialize(blob, len, NULL, &obj);
+  if (*status != BK_OK)
+    return obj == SENTINEL ? NULL : "a failed load wrote its out-parameter";
+  if (obj == SENTINEL || obj == NULL) return "BK_OK without an object";
+  const char *why = NULL;
+  bk_status s;
+  size_t len2 = 0, len3 = 0;
+  unsigned char *again = bk_test_codec_serialize(c, obj, &len2, &s);
+  unsigned char *third = NULL;
+  void *copy = NULL;
+  if (!again) {
+    why = "an accepted object does not serialize";
+  } else if (c->canonical) {
+    if (len2 != len || memcmp(again, blob, len) != 0)
+      why = "accepted a non-canonical blob (it re-serializes differently)";
+  } else if (c->deserialize(again, len2, NULL, &copy) != BK_OK) {
+    why = "the re-serialized bytes of an accepted blob do not load";
+  } else if (!(third = bk_test_codec_serialize(c, copy, &len3, &s)) ||
+             len3 != len2 || memcmp(third, again, len2) != 0) {
+    why = "re-serialization is not stable";
+  }
+  if (copy) c->destroy(copy);
+  free(third);
+  free(again);
+  if (!why) why = c->exercise(obj);
+  c->destroy(obj);
+  return why;
+}

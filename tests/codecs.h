@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One descriptor per serialized bloomkit type, shared by the cmocka codec
+ * harness (tests/codec_harness.c) and the libFuzzer targets (tests/fuzz/):
+ * the type's serialize / deserialize / destroy functions behind void
+ * pointers, its envelope type tag and newest version, and an `exercise`
+ * function that runs public calls on an object a loader accepted.
+ *
+ * A new serialized type plugs in with (see docs/design.md, "Adding a
+ * component"):
+ *   1. in tests/codecs.c: BK_TEST_CODEC_ADAPTERS(x) and one
+ *      `const bk_test_codec bk_test_codec_x = {...}` with its exercise
+ *      function; an extern line below;
+ *   2. in tests/test_x.c: bk_test_codec_hostile(&bk_test_codec_x, obj, seed)
+ *      on one or two small populated objects;
+ *   3. in tests/fuzz/: fuzz_x_deserialize.c, three lines
+ *      (BK_FUZZ_CODEC_TARGET(bk_test_codec_x)), and `x` in the kind list of
+ *      tests/fuzz/CMakeLists.txt plus a seed corpus folder.
+ */
+#ifndef BLOOMKIT_TESTS_CODECS_H
+#define BLOOMKIT_TESTS_CODECS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bloomkit/common.h"
+
+typedef struct bk_test_codec {
+  const char *name;
+  uint16_t type_tag; /* envelope type tag (BK__TYPE_*) */
+  uint16_t version;  /* newest format version the reader accepts */
+  /* An accepted blob re-serializes to exactly its own bytes. When false,
+   * the harness asks only that the re-serialized bytes load again and
+   * re-serialize to themselves. */
+  bool canonical;
+  bk_status (*serialized_size)(const void *obj, size_t *out);
+  bk_status (*serialize)(const void *obj, void *buf, size_t cap,
+                         size_t *written);
+  /* *out is read as the caller's sentinel and written back whatever the
+   * status, so a harness can check that a failed load leaves it alone. */
+  bk_status (*deserialize)(const void *buf, size_t len,
+                           const bk_allocator *allocator, void **out);
+  void (*destroy)(void *obj);
+  /* Public calls on an accepted object (it may modify it). Returns NULL, or
+   * a description of the first call that misbehaved. */
+  const char *(*exercise)(void *obj);
+} bk_test_codec;
+
+extern const bk_test_codec bk_test_codec_bits;
+extern const bk_test_codec bk_test_codec_counters;
+extern const bk_test_codec bk_test_codec_bloom;
+extern const bk_test_codec bk_test_codec_fbf;
+extern const bk_test_codec bk_test_codec_rbf;
+extern const bk_test_codec bk_test_codec_idem;
+
+/* Rewrite the XXH3-64 trailer of blob[0, len) (len >= 8) after an edit, so
+ * the edit reaches the field validation behind the checksum. */
+void bk_test_reseal(unsigned char *blob, size_t len);
+
+/* Serialize obj into a fresh exact-size malloc'd buffer (so ASan sees any
+ * over-read). NULL, with *status set, if a call failed or written differed
+ * from serialized_size (then *status is BK_EINVAL). */
+unsigned char *bk_test_codec_serialize(const bk_test_codec *c, const void *obj,
+                                       size_t *len, bk_status *status);
+
+/* Load blob (which has a valid checksum) and, if accepted, check what the
+ * harness asks of any accepted object: re-serialization (canonical, or
+ * stable), and the exercise calls. Returns NULL or what went wrong; the
+ * load status goes to *status. Used by both the harness and the fuzzers. */
+const char *bk_test_codec_check_accepted(const bk_test_codec *c,
+                                         const unsigned char *blob, size_t len,
+                                         bk_status *status);
+
+#endif
