@@ -31,8 +31,8 @@ typedef struct bk_test_codec {
   uint16_t type_tag; /* envelope type tag (BK__TYPE_*) */
   uint16_t version;  /* newest format version the reader accepts */
   /* An accepted blob re-serializes to exactly its own bytes. When false,
-   * the harness asks only that the re-serialized bytes load again and
-   * re-serialize to themselves. */
+   * the harness asks that the re-serialized bytes load again into an
+   * object `same` finds equal to the first. */
   bool canonical;
   bk_status (*serialized_size)(const void *obj, size_t *out);
   bk_status (*serialize)(const void *obj, void *buf, size_t cap,
@@ -42,6 +42,9 @@ typedef struct bk_test_codec {
   bk_status (*deserialize)(const void *buf, size_t len,
                            const bk_allocator *allocator, void **out);
   void (*destroy)(void *obj);
+  /* For non-canonical types: NULL when a and b hold the same state, else
+   * what differs. */
+  const char *(*same)(const void *a, const void *b);
   /* Public calls on an accepted object (it may modify it). Returns NULL, or
    * a description of the first call that misbehaved. */
   const char *(*exercise)(void *obj);

@@ -44,16 +44,13 @@ static uint32_t get(const bk_counters *c, uint64_t i) {
 }
 
 static unsigned char *serialize(const bk_counters *c, size_t *len) {
-  size_t need = 0, written = 0;
-  assert_bk_ok(bk_counters_serialized_size(c, &need));
-  unsigned char *buf = malloc(need);
-  assert_non_null(buf);
-  assert_bk_ok(bk_counters_serialize(c, buf, need, &written));
-  assert_int_equal(written, need);
-  *len = need;
-  return buf;
+  return bk_test_serialize(&bk_test_codec_counters, c, len);
 }
 
+static bk_status try_load(const unsigned char *buf, size_t len,
+                          bk_counters **out) {
+  return bk_test_codec_load(&bk_test_codec_counters, buf, len, (void **)out);
+}
 
 /* ---- create and accessors ------------------------------------------------ */
 
@@ -651,55 +648,6 @@ static void test_atomic_concurrent(void **state) {
 
 /* ---- serialization ------------------------------------------------------- */
 
-/* Deserialize a copy in an exact-size heap block with a counting allocator:
- * no leak on failure, allocation bounded by what len can describe. On
- * success returns a libc-backed copy in *out (if out is non-NULL). */
-static bk_status try_load(const unsigned char *buf, size_t len,
-                          bk_counters **out) {
-  unsigned char *copy = malloc(len ? len : 1);
-  assert_non_null(copy);
-  if (len) memcpy(copy, buf, len);
-  bk_test_alloc st;
-  bk_allocator al = bk_test_allocator(&st, 0);
-  bk_counters *c = NULL;
-  bk_status s = bk_counters_deserialize(copy, len, &al, &c);
-  assert_true(st.peak_bytes <= 2 * (size_t)len + 4096);
-  if (s == BK_OK) {
-    assert_non_null(c);
-    size_t n2;
-    unsigned char *again = serialize(c, &n2);
-    bk_counters_destroy(c);
-    assert_int_equal(st.live, 0);
-    bk_counters *plain = NULL;
-    assert_bk_ok(bk_counters_deserialize(again, n2, NULL, &plain));
-    free(again);
-    if (out)
-      *out = plain;
-    else
-      bk_counters_destroy(plain);
-  } else {
-    assert_int_equal(st.live, 0);
-  }
-  free(copy);
-  return s;
-}
-
-static void expect_rejected_or_canonical(const unsigned char *buf, size_t len,
-                                         const char *what, size_t pos) {
-  bk_counters *c = NULL;
-  bk_status s = try_load(buf, len, &c);
-  if (s == BK_OK) {
-    size_t n2;
-    unsigned char *again = serialize(c, &n2);
-    if (n2 != len || memcmp(again, buf, len) != 0)
-      fail_msg("%s at %zu: accepted a non-canonical blob", what, pos);
-    free(again);
-    bk_counters_destroy(c);
-  } else if (s != BK_ECORRUPT && s != BK_EVERSION) {
-    fail_msg("%s at %zu: got %s", what, pos, bk_status_name(s));
-  }
-}
-
 static void test_serialize_round_trip(void **state) {
   (void)state;
   uint64_t rng = bk_test_seed(0x5E72);
@@ -840,79 +788,54 @@ static void test_golden_v1(void **state) {
   check_golden(k_golden16, 16, v16, 3);
 }
 
-static void test_deserialize_truncated_and_flipped(void **state) {
+/* Every generic hostile-input case (tests/codec_harness.c) on both golden
+ * blobs and on a filled array of each width. */
+static void test_deserialize_hostile(void **state) {
   (void)state;
+  uint64_t seed = bk_test_seed(0xF023);
   const unsigned char *bodies[] = {k_golden4, k_golden16};
   for (int g = 0; g < 2; g++) {
     size_t len;
     unsigned char *blob = golden(bodies[g], &len);
-    for (size_t cut = 0; cut < len; cut++) {
-      bk_status s = try_load(blob, cut, NULL);
-      if (s != BK_ECORRUPT)
-        fail_msg("truncated to %zu: got %s", cut, bk_status_name(s));
-    }
-    unsigned char *m = malloc(len + 1);
-    assert_non_null(m);
-    memcpy(m, blob, len);
-    m[len] = 0;
-    assert_int_equal(try_load(m, len + 1, NULL), BK_ECORRUPT);
-    for (size_t bit = 0; bit < len * 8; bit++) {
-      memcpy(m, blob, len);
-      m[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-      bk_status s = try_load(m, len, NULL);
-      if (s != BK_ECORRUPT && s != BK_EVERSION)
-        fail_msg("bit flip %zu: got %s", bit, bk_status_name(s));
-    }
-    free(m);
+    bk_counters *c = NULL;
+    assert_bk_ok(try_load(blob, len, &c));
+    bk_test_codec_hostile(&bk_test_codec_counters, c, seed + g);
+    bk_counters_destroy(c);
     free(blob);
+  }
+  for (int w = 0; w < N_WIDTHS; w++) {
+    bk_counters *c = make(37, k_widths[w]);
+    const uint64_t max = width_max(k_widths[w]);
+    for (uint64_t i = 0; i < 37; i += 5)
+      assert_bk_ok(bk_counters_set(c, i, (uint32_t)(max - i % (max + 1))));
+    bk_test_codec_hostile(&bk_test_codec_counters, c, seed + 2 + w);
+    bk_counters_destroy(c);
   }
 }
 
-static void test_deserialize_mutations_with_valid_checksum(void **state) {
+/* The parameter rules of counters, field by field (resealed). */
+static void test_deserialize_fields(void **state) {
   (void)state;
   size_t len;
   unsigned char *g = golden(k_golden4, &len);
-  unsigned char *m = malloc(len);
-  assert_non_null(m);
-  for (size_t bit = 0; bit < (len - 8) * 8; bit++) {
-    memcpy(m, g, len);
-    m[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-    bk_test_reseal(m, len);
-    expect_rejected_or_canonical(m, len, "checksummed bit flip", bit);
-  }
-#define MUTATE(stmt, want)                                       \
-  do {                                                           \
-    memcpy(m, g, len);                                           \
-    stmt;                                                        \
-    bk_test_reseal(m, len);                                        \
-    bk_status s_ = try_load(m, len, NULL);                       \
-    if (s_ != (want))                                            \
-      fail_msg("%s: got %s, want %s", #stmt, bk_status_name(s_), \
-               bk_status_name(want));                            \
-  } while (0)
-  MUTATE(m[3] = 'X', BK_ECORRUPT);
-  MUTATE(bk__store_le16(m + 6, BK__TYPE_BITS), BK_ECORRUPT);
-  MUTATE(bk__store_le16(m + 4, 2), BK_EVERSION);
-  MUTATE(bk__store_le32(m + 8, 32), BK_ECORRUPT);
-  MUTATE(m[13] = 1, BK_ECORRUPT);
-  MUTATE(bk__store_le64(m + 16, 16), BK_ECORRUPT);
-  MUTATE(bk__store_le64(m + 16, UINT64_MAX - 47), BK_ECORRUPT);
-  MUTATE(bk__store_le64(m + 24, 0), BK_ECORRUPT);  /* n = 0 */
-  MUTATE(bk__store_le64(m + 24, 17), BK_ECORRUPT); /* needs 2 words */
-  MUTATE(bk__store_le64(m + 24, BK_COUNTERS_MAX + 1), BK_ECORRUPT);
-  MUTATE(bk__store_le64(m + 24, UINT64_MAX), BK_ECORRUPT); /* n*w overflow */
-  MUTATE(bk__store_le64(m + 24, ((uint64_t)1 << 62) + 5), BK_ECORRUPT);
-  MUTATE(m[32] = 0, BK_ECORRUPT); /* width 0 */
-  MUTATE(m[32] = 5, BK_ECORRUPT);
-  MUTATE(m[32] = 64, BK_ECORRUPT);
-  MUTATE(m[32] = 8, BK_OK);       /* 5 counters of 8 bits still fit one word */
-  MUTATE(m[33] = 1, BK_ECORRUPT); /* reserved */
-  MUTATE(m[39] = 0x80, BK_ECORRUPT);
-  MUTATE(m[42] |= 0x10, BK_ECORRUPT); /* a 6th counter past n = 5 */
-  MUTATE(m[47] = 0x80, BK_ECORRUPT);
-  MUTATE(m[42] |= 0x08, BK_OK); /* counter 4 becomes 11: just data */
-#undef MUTATE
-  free(m);
+  const bk_test_codec *c = &bk_test_codec_counters;
+#define EDIT(off, width, value, want) \
+  bk_test_codec_expect_edit(c, g, len, off, width, value, want, #off " " #value)
+  EDIT(24, 8, 0, BK_ECORRUPT);  /* n = 0 */
+  EDIT(24, 8, 17, BK_ECORRUPT); /* needs 2 words */
+  EDIT(24, 8, BK_COUNTERS_MAX + 1, BK_ECORRUPT);
+  EDIT(24, 8, UINT64_MAX, BK_ECORRUPT); /* n*w overflow */
+  EDIT(24, 8, ((uint64_t)1 << 62) + 5, BK_ECORRUPT);
+  EDIT(32, 1, 0, BK_ECORRUPT); /* width 0 */
+  EDIT(32, 1, 5, BK_ECORRUPT);
+  EDIT(32, 1, 64, BK_ECORRUPT);
+  EDIT(32, 1, 8, BK_OK);       /* 5 counters of 8 bits still fit one word */
+  EDIT(33, 1, 1, BK_ECORRUPT); /* reserved */
+  EDIT(39, 1, 0x80, BK_ECORRUPT);
+  EDIT(42, 1, g[42] | 0x10, BK_ECORRUPT); /* a 6th counter past n = 5 */
+  EDIT(47, 1, 0x80, BK_ECORRUPT);
+  EDIT(42, 1, g[42] | 0x08, BK_OK); /* counter 4 becomes 11: just data */
+#undef EDIT
   free(g);
 }
 
@@ -935,61 +858,6 @@ static void test_deserialize_empty_payload(void **state) {
         fail_msg("empty payload, n %llu width %u: got %s, want BK_ECORRUPT",
                  (unsigned long long)claims[i], widths[w], bk_status_name(s));
     }
-}
-
-static void test_deserialize_random(void **state) {
-  (void)state;
-  uint64_t rng = bk_test_seed(0xF023);
-  enum { ITERS = 10000, MAXLEN = 300 };
-  unsigned char buf[MAXLEN];
-  for (int it = 0; it < ITERS; it++) {
-    size_t len = (size_t)(bk_test_next(&rng) % MAXLEN);
-    for (size_t i = 0; i < len; i++) buf[i] = (unsigned char)bk_test_next(&rng);
-    if (it % 2 == 0) {
-      bk_status s = try_load(buf, len, NULL);
-      if (s != BK_ECORRUPT && s != BK_EVERSION)
-        fail_msg("random buffer %d: got %s", it, bk_status_name(s));
-      continue;
-    }
-    /* plausible envelope, random parameters, valid checksum */
-    if (len < 48) len = 48 + len % 64;
-    uint64_t r = bk_test_next(&rng);
-    unsigned width = k_widths[r % 4];
-    if (r % 17 == 0) width = (unsigned)(r >> 56);
-    uint64_t p_bytes = len - 48;
-    uint64_t n = (r >> 8) % (p_bytes * 8 / (width ? width : 1) + 3);
-    if (it % 3 == 1) {
-      /* consistent lengths: whole words and n that needs them all */
-      p_bytes = (p_bytes / 8 + 1) * 8;
-      len = 48 + (size_t)p_bytes;
-      if (len > MAXLEN) {
-        len -= 8;
-        p_bytes -= 8;
-      }
-      if (width && width <= 32) {
-        uint64_t cap = p_bytes * 8 / width, lo = (p_bytes - 8) * 8 / width;
-        n = lo + 1 + (r >> 20) % (cap - lo);
-      }
-      if ((r >> 4) % 2 && width && width <= 32) {
-        unsigned used = (unsigned)((n * width) % 64);
-        uint64_t last = bk__load_le64(buf + len - 16);
-        if (used) last &= ((uint64_t)1 << used) - 1;
-        bk__store_le64(buf + len - 16, last);
-      }
-    }
-    memcpy(buf, "BKIT", 4);
-    bk__store_le16(buf + 4, (uint16_t)(1 + (it % 11 == 0)));
-    bk__store_le16(buf + 6, BK__TYPE_COUNTERS);
-    bk__store_le32(buf + 8, 40);
-    bk__store_le32(buf + 12, 0);
-    bk__store_le64(buf + 16, p_bytes);
-    bk__store_le64(buf + 24, n);
-    memset(buf + 32, 0, 8);
-    buf[32] = (unsigned char)width;
-    if (it % 13 == 0) buf[35] = 1;
-    bk_test_reseal(buf, len);
-    expect_rejected_or_canonical(buf, len, "structured random", (size_t)it);
-  }
 }
 
 /* ---- OOM injection ------------------------------------------------------- */
@@ -1053,10 +921,9 @@ int main(void) {
       cmocka_unit_test(test_serialize_round_trip),
       cmocka_unit_test(test_serialize_cap),
       cmocka_unit_test(test_golden_v1),
-      cmocka_unit_test(test_deserialize_truncated_and_flipped),
-      cmocka_unit_test(test_deserialize_mutations_with_valid_checksum),
+      cmocka_unit_test(test_deserialize_hostile),
+      cmocka_unit_test(test_deserialize_fields),
       cmocka_unit_test(test_deserialize_empty_payload),
-      cmocka_unit_test(test_deserialize_random),
       cmocka_unit_test(test_oom),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
