@@ -141,28 +141,38 @@ static void ensure_swept(bk_fbf *f, uint64_t c, uint64_t gen) {
 
 /* ---- checks and inserts -------------------------------------------------- */
 
+/* The key's k lanes (enhanced double hashing over h, as bk_bloom), each
+ * prefetched so the cache misses overlap. Computed once per call: a check,
+ * its retries and the insert that may follow all use the same array. */
+static inline void key_lanes(const bk_fbf *f, bk_hash h, uint64_t *lanes,
+                             bool for_write) {
+  uint64_t a = h.lo, s = bk__mix64(h.hi);
+  for (unsigned i = 0; i < f->k; i++) {
+    lanes[i] = bk_reduce(a, f->m);
+    const uint64_t *w = &f->words[(lanes[i] * f->stride) >> 6];
+    if (for_write)
+      __builtin_prefetch(w, 1);
+    else
+      __builtin_prefetch(w);
+    a += s;
+    s += i + 1;
+  }
+}
+
 /* The AND of the key's k lanes under state `st`, future masked in chunks a
  * refresh has not swept yet. Stops as soon as the pair rule already fails
  * on the partial AND: ANDing more lanes only clears bits, and the rule is
  * monotone, so the answer can no longer become "present" (at N = 30 this
- * ends an absent probe after ~3 lanes instead of ~6). */
-static inline uint64_t probe_lanes(const bk_fbf *f, bk_hash h, uint64_t st,
-                                   bk_fbf_check check) {
+ * ends an absent probe after ~3 lanes instead of ~6). The lanes were
+ * prefetched by key_lanes, so the early exit usually costs one memory
+ * latency, not three in series. */
+static inline uint64_t probe_lanes(const bk_fbf *f, const uint64_t *lanes,
+                                   uint64_t st, bk_fbf_check check) {
   uint64_t acc = width_mask(f->width);
-  uint64_t a = h.lo, s = bk__mix64(h.hi);
   bool mask_future = BK__ST_SWEEP(st) && BK__ST_FSWEEP(st);
   uint64_t gen = BK__ST_GEN(st);
   unsigned head = BK__ST_HEAD(st), count = BK__ST_COUNT(st);
   uint64_t future_bit = (uint64_t)1 << head;
-  /* Issue every lane's cache miss first, so they overlap: the early exit
-   * below then usually costs one memory latency, not three in series. */
-  uint64_t lanes[BK_K_MAX];
-  for (unsigned i = 0; i < f->k; i++) {
-    lanes[i] = bk_reduce(a, f->m);
-    __builtin_prefetch(&f->words[(lanes[i] * f->stride) >> 6]);
-    a += s;
-    s += i + 1;
-  }
   for (unsigned i = 0; i < f->k; i++) {
     uint64_t j = lanes[i];
     /* The chunk's epoch is read BEFORE the lane: stamped means the sweep's
@@ -178,20 +188,27 @@ static inline uint64_t probe_lanes(const bk_fbf *f, bk_hash h, uint64_t st,
   return acc;
 }
 
-static bool check_hash(const bk_fbf *f, bk_hash h, bk_fbf_check check) {
+static bool check_lanes(const bk_fbf *f, const uint64_t *lanes,
+                        bk_fbf_check check) {
   for (;;) {
     uint64_t st = __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
-    uint64_t acc = probe_lanes(f, h, st, check);
+    uint64_t acc = probe_lanes(f, lanes, st, check);
     if (__atomic_load_n(&f->state, __ATOMIC_ACQUIRE) != st) continue;
     unsigned count = BK__ST_COUNT(st);
     return decide(to_logical(acc, BK__ST_HEAD(st), f->width), count, check);
   }
 }
 
+static bool check_hash(const bk_fbf *f, bk_hash h, bk_fbf_check check) {
+  uint64_t lanes[BK_K_MAX];
+  key_lanes(f, h, lanes, false);
+  return check_lanes(f, lanes, check);
+}
+
 /* Set the future and present bits of lane j; one locked OR when both
  * land in one word (the usual case), none when they are already set. A bit
  * found set stays set: only a later refresh could clear it, and that waits
- * for this insert (see insert_hash_raw). */
+ * for this insert (see insert_lanes). */
 static inline void set_lane_bits(bk_fbf *f, uint64_t j, unsigned future,
                                  unsigned present) {
   uint64_t bf = j * f->stride + future, bp = j * f->stride + present;
@@ -215,15 +232,7 @@ static inline void set_lane_bits(bk_fbf *f, uint64_t j, unsigned future,
  * the new state and starts over. Registered, it finishes under its state
  * before any later refresh clears a slot, so its bits and counts always
  * land in that state's future and present. */
-static void insert_hash_raw(bk_fbf *f, bk_hash h) {
-  uint64_t lanes[BK_K_MAX];
-  uint64_t a = h.lo, s = bk__mix64(h.hi);
-  for (unsigned i = 0; i < f->k; i++) {
-    lanes[i] = bk_reduce(a, f->m);
-    __builtin_prefetch(&f->words[(lanes[i] * f->stride) >> 6], 1);
-    a += s;
-    s += i + 1;
-  }
+static void insert_lanes(bk_fbf *f, bk_hash h, const uint64_t *lanes) {
   unsigned stripe = (unsigned)(h.hi % BK__FBF_STRIPES);
   for (;;) {
     uint64_t st = __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
@@ -292,7 +301,9 @@ bk_status bk_fbf_contains(const bk_fbf *f, const void *key, size_t len,
 bk_status bk_fbf_insert_hash(bk_fbf *f, bk_hash h) {
   BK_RETURN_IF(!f, BK_EINVAL);
   /* Algorithm 1: only an element the check does not find is inserted. */
-  if (!check_hash(f, h, f->check)) insert_hash_raw(f, h);
+  uint64_t lanes[BK_K_MAX];
+  key_lanes(f, h, lanes, true);
+  if (!check_lanes(f, lanes, f->check)) insert_lanes(f, h, lanes);
   return BK_OK;
 }
 
@@ -304,11 +315,14 @@ bk_status bk_fbf_insert(bk_fbf *f, const void *key, size_t len) {
 
 bk_status bk_fbf_insert_if_absent_hash(bk_fbf *f, bk_hash h, bool *added) {
   BK_RETURN_IF(!f || !added, BK_EINVAL);
-  /* "Absent, now inserted" is decided once under the key's lock. */
+  /* "Absent, now inserted" is decided once under the key's lock; the
+   * lanes are computed (and prefetched) before it. */
+  uint64_t lanes[BK_K_MAX];
+  key_lanes(f, h, lanes, true);
   uint32_t *lock = bk__key_lock(&f->locks, h);
   bk__spin_lock(lock);
-  bool absent = !check_hash(f, h, f->check);
-  if (absent) insert_hash_raw(f, h);
+  bool absent = !check_lanes(f, lanes, f->check);
+  if (absent) insert_lanes(f, h, lanes);
   bk__spin_unlock(lock);
   *added = absent;
   return BK_OK;
