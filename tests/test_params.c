@@ -61,15 +61,29 @@ static void test_optimal_hand_computed(void **state) {
   assert_int_equal(m, 14378);
   assert_int_equal(k, 10);
   /* k clamps to BK_K_MAX: n = 1, p = 1e-30: m = ceil(69.0776 / 0.480453)
-   * = ceil(143.775) = 144, 144 ln 2 = 99.8 -> 64 */
+   * = 144, 144 ln 2 = 99.8 -> 64; with k = 64 that m misses p, so m is
+   * recomputed for k = 64: p^{1/64} = 10^{-0.46875} = 0.339768,
+   * -64 / ln(1 - 0.339768) = 64 / 0.415165 = 154.16 -> 155 */
   assert_bk_ok(bk_params_optimal(1, 1e-30, &m, &k));
-  assert_int_equal(m, 144);
+  assert_int_equal(m, 155);
   assert_int_equal(k, BK_K_MAX);
   /* k clamps to 1: n = 1000, p = 0.9: 1000 * 0.1053605 / 0.480453
-   * = 219.29 -> 220; 0.22 * 0.693 = 0.152 rounds to 0 -> 1 */
+   * = 219.29 -> 220; 0.22 * 0.693 = 0.152 rounds to 0 -> 1; recomputed
+   * for k = 1: -1000 / ln(0.1) = 434.29 -> 435 */
   assert_bk_ok(bk_params_optimal(1000, 0.9, &m, &k));
-  assert_int_equal(m, 220);
+  assert_int_equal(m, 435);
   assert_int_equal(k, 1);
+  /* Whatever the clamp, the pair meets p (it missed by up to 5e9x before:
+   * p = 1e-50 wanted k = 166). */
+  const double tiny[] = {1e-19, 1e-20, 1e-25, 1e-30, 1e-50, 1e-100};
+  for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++) {
+    double got;
+    assert_bk_ok(bk_params_optimal(1000, tiny[i], &m, &k));
+    assert_bk_ok(bk_params_fpp(m, k, 1000, &got));
+    if (!(got <= tiny[i] * (1 + 1e-9)))
+      fail_msg("p %g: m %llu k %u gives %g", tiny[i], (unsigned long long)m, k,
+               got);
+  }
 }
 
 static void test_optimal_formula_grid(void **state) {
@@ -146,9 +160,50 @@ static void test_optimal_invalid(void **state) {
   assert_bk_status(bk_params_optimal(1000000000000ULL, 1e-300, &m, &k),
                    BK_EINVAL);
   /* a subnormal p is still inside (0, 1): accepted;
-   * -10 ln(DBL_MIN / 4) / (ln 2)^2 = 14773.1 -> 14774 */
+   * -10 ln(DBL_MIN / 4) / (ln 2)^2 = 14773.1 -> 14774, k = 1024 clamps to
+   * 64 and m is recomputed: p^{1/64} = e^{-709.78 / 64} = 1.526e-5,
+   * -640 / ln(1 - 1.526e-5) + 1/2 = 41942720.6 -> 41942721 */
   assert_bk_ok(bk_params_optimal(10, DBL_MIN / 4, &m, &k));
-  assert_int_equal(m, 14774);
+  assert_int_equal(m, 41942721);
+  assert_int_equal(k, BK_K_MAX);
+}
+
+/* ---- bk_params_m_for_k --------------------------------------------------- */
+
+/* m for a fixed k: 1 / (1 - (1 - p^{1/k})^{1/(k n)}), about
+ * -k n / ln(1 - p^{1/k}) + 1/2, here for n = 20000 (an FBF filter's two
+ * periods of 10 000), p = 0.01; the values the FBF, the RBF, bk_idem and
+ * bk_bloom all size with when a caller fixes k:
+ *   k = 1:  -20000 / ln(0.99)                      = 1989983.2 (+0.5) ->
+ * 1989984 k = 2:  p^{1/2} = 0.1, -40000 / ln(0.9)        = 379648.9  (+0.5) ->
+ * 379650 k = 20: p^{1/20} = 0.794328, 400000 / 1.581475 = 252928.6  (+0.5) ->
+ * 252930 k = 64: p^{1/64} = 0.930527, 1280000 / 2.667452 = 479856.2 (+0.5) ->
+ * 479857 and each meets p (the m of the optimal k = 7, 191702, gave 0.099,
+ * 0.036, 0.071 and 0.92). */
+static void test_m_for_k(void **state) {
+  (void)state;
+  const unsigned ks[] = {1, 2, 20, 64};
+  const uint64_t want[] = {1989984, 379650, 252930, 479857};
+  for (size_t i = 0; i < 4; i++) {
+    uint64_t m = 0;
+    double p;
+    assert_bk_ok(bk_params_m_for_k(20000, 0.01, ks[i], &m));
+    assert_int_equal(m, want[i]);
+    assert_bk_ok(bk_params_fpp(m, ks[i], 20000, &p));
+    assert_true(p <= 0.01 * (1 + 1e-9) && p > 0.0099);
+    assert_bk_ok(bk_params_fpp(m - 1, ks[i], 20000, &p));
+    assert_true(p > 0.01 * (1 - 1e-9)); /* smallest: one bit fewer misses */
+  }
+  uint64_t m;
+  assert_bk_status(bk_params_m_for_k(0, 0.01, 3, &m), BK_EINVAL);
+  assert_bk_status(bk_params_m_for_k(10, 0.01, 0, &m), BK_EINVAL);
+  assert_bk_status(bk_params_m_for_k(10, 0.01, BK_K_MAX + 1, &m), BK_EINVAL);
+  assert_bk_status(bk_params_m_for_k(10, 1.0, 3, &m), BK_EINVAL);
+  assert_bk_status(bk_params_m_for_k(10, 0.0, 3, &m), BK_EINVAL);
+  assert_bk_status(bk_params_m_for_k(10, NAN, 3, &m), BK_EINVAL);
+  assert_bk_status(bk_params_m_for_k(10, 0.01, 3, NULL), BK_EINVAL);
+  assert_bk_status(bk_params_m_for_k(1000000000000ULL, 1e-30, 1, &m),
+                   BK_EINVAL); /* above 2^40 */
 }
 
 /* ---- bk_params_fpp ------------------------------------------------------- */
@@ -664,6 +719,7 @@ int main(void) {
       cmocka_unit_test(test_optimal_formula_grid),
       cmocka_unit_test(test_optimal_null_outputs),
       cmocka_unit_test(test_optimal_invalid),
+      cmocka_unit_test(test_m_for_k),
       cmocka_unit_test(test_fpp_formula),
       cmocka_unit_test(test_fpp_invalid),
       cmocka_unit_test(test_fpp_blocked_reference),

@@ -78,7 +78,7 @@ typedef struct bk_fbf_config {
   double target_fpp;       /**< in (0, 1); default fpp */
   uint64_t adapt_interval; /**< tick period; default 1000 (1 s in ms) */
   uint64_t period_step;    /**< t -= / += step; default 1000 (1 s in ms) */
-  uint64_t min_period;     /**< floor for t; default max(step, 1) */
+  uint64_t min_period;     /**< floor for t; default min(step, t) */
   uint64_t max_period;     /**< ceiling for t; default t (never above the
                                 configured period) */
   unsigned min_filters;    /**< floor for N + 2; default N + 2 */

@@ -75,7 +75,8 @@ typedef struct bk_idem_config {
   uint64_t ops_per_period; /**< expected updates per period (sizing) */
   double fpp;              /**< target fpp of the filter, default 0.001 */
   uint64_t m_bits;         /**< explicit bits per constituent filter */
-  unsigned k;              /**< explicit hash count (with m_bits) */
+  unsigned k;              /**< explicit hash count; alone, m is sized
+                                for fpp with this k */
   double target_fpp;       /**< FBF_ADAPTIVE / RBF threshold; default fpp */
   unsigned max_filters;    /**< FBF_ADAPTIVE ceiling, default 4 (N + 2) */
   uint64_t adapt_interval; /**< FBF_ADAPTIVE tick, default t */

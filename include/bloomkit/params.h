@@ -27,11 +27,25 @@ extern "C" {
 /**
  * Smallest m and the k that minimises the false positive probability for n
  * elements at target p: m = ceil(-n ln p / (ln 2)^2), k = round((m / n) ln 2),
- * clamped to [1, BK_K_MAX]. Either output pointer may be NULL.
- * Errors: BK_EINVAL (n == 0, p outside (0, 1) or NaN, or m above 2^40).
+ * clamped to [1, BK_K_MAX]. When the clamp binds (p below about 4e-20 wants
+ * k > 64; p near 1 wants k < 1) m is recomputed for the clamped k
+ * (bk_params_m_for_k), so the pair still meets p. Either output pointer may
+ * be NULL. Errors: BK_EINVAL (n == 0, p outside (0, 1) or NaN, or m above
+ * 2^40).
  */
 BK_API bk_status bk_params_optimal(uint64_t n, double p, uint64_t *m_bits,
                                    unsigned *k);
+
+/**
+ * Smallest m with which n elements and a given k reach false positive
+ * probability p by bk_params_fpp: (1 - (1 - 1/m)^{k n})^k <= p, i.e.
+ * m = ceil(1 / (1 - (1 - p^{1/k})^{1/(k n)})) (about -k n / ln(1 - p^{1/k})).
+ * For a caller that fixes k.
+ * Errors: BK_EINVAL (NULL out, n == 0, k == 0 or k > BK_K_MAX, p outside
+ * (0, 1) or NaN, or m above 2^40).
+ */
+BK_API bk_status bk_params_m_for_k(uint64_t n, double p, unsigned k,
+                                   uint64_t *m_bits);
 
 /**
  * False positive probability of a standard filter of m bits and k hashes

@@ -197,12 +197,8 @@ static bk_status resolve_size(const bk_bloom_config *cfg, uint64_t *m_out,
     if (!k) {
       BK_TRY(bk_params_optimal(cfg->capacity, fpp, &m, &k));
     } else {
-      /* k fixed: the smallest m with (1 - e^{-k n / m})^k <= p, i.e.
-       * m = -k n / ln(1 - p^{1/k}). */
-      double md = ceil(-(double)k * (double)cfg->capacity /
-                       log1p(-pow(fpp, 1.0 / (double)k)));
-      BK_RETURN_IF(!(md <= (double)BK_BITS_MAX), BK_EINVAL);
-      m = md < 1.0 ? 1 : (uint64_t)md;
+      /* k fixed: the smallest m that meets p with it. */
+      BK_TRY(bk_params_m_for_k(cfg->capacity, fpp, k, &m));
     }
   }
   if (cfg->layout == BK_BLOOM_BLOCKED) {

@@ -15,14 +15,35 @@ static bool p_ok(double p) {
   return p > 0.0 && p < 1.0;
 } /* false for NaN */
 
+bk_status bk_params_m_for_k(uint64_t n, double p, unsigned k,
+                            uint64_t *m_bits) {
+  BK_RETURN_IF(!m_bits || n == 0 || k == 0 || k > BK_K_MAX || !p_ok(p),
+               BK_EINVAL);
+  /* Exact for bk_params_fpp's form: (1 - (1 - 1/m)^{k n})^k <= p
+   * <=> k n ln(1 - 1/m) >= ln(1 - p^{1/k}) =: L
+   * <=> m >= 1 / (1 - e^{L / (k n)}). (The e^{-k n / m} approximation
+   * gives an m about half a bit smaller, which misses p by ~1e-5 at
+   * k = 64.) */
+  double ln_clear = log1p(-pow(p, 1.0 / (double)k));
+  double m = ceil(-1.0 / expm1(ln_clear / ((double)k * (double)n)));
+  BK_RETURN_IF(!(m <= (double)BK_BITS_MAX), BK_EINVAL);
+  *m_bits = m < 1.0 ? 1 : (uint64_t)m;
+  return BK_OK;
+}
+
 bk_status bk_params_optimal(uint64_t n, double p, uint64_t *m_bits,
                             unsigned *k) {
   BK_RETURN_IF(n == 0 || !p_ok(p), BK_EINVAL);
   double m = ceil(-(double)n * log(p) / (LN2 * LN2));
-  BK_RETURN_IF(!(m <= (double)BK_BITS_MAX), BK_EINVAL);
-  uint64_t mi = m < 1.0 ? 1 : (uint64_t)m;
+  /* Below 2^40 bits or the clamp below may still bring it in range. */
+  uint64_t mi = !(m <= (double)BK_BITS_MAX) ? BK_BITS_MAX + 1
+                : m < 1.0                   ? 1
+                                            : (uint64_t)m;
   double kd = round((double)mi / (double)n * LN2);
   unsigned ki = kd < 1.0 ? 1u : kd > BK_K_MAX ? BK_K_MAX : (unsigned)kd;
+  /* A clamped k needs more bits than the optimum to meet p. */
+  if (kd < 1.0 || kd > BK_K_MAX) BK_TRY(bk_params_m_for_k(n, p, ki, &mi));
+  BK_RETURN_IF(mi > BK_BITS_MAX, BK_EINVAL);
   if (m_bits) *m_bits = mi;
   if (k) *k = ki;
   return BK_OK;
@@ -37,7 +58,8 @@ static double bit_set_probability(double m, unsigned k, double n) {
 
 bk_status bk_params_fpp(uint64_t m_bits, unsigned k, uint64_t n, double *out) {
   BK_RETURN_IF(!out || m_bits == 0 || k == 0 || k > BK_K_MAX, BK_EINVAL);
-  /* fbf-thesis Eq. 4.1 as corrected in docs/design.md: (1 - (1 - 1/m)^{k l})^k. */
+  /* fbf-thesis Eq. 4.1 as corrected in docs/design.md: (1 - (1 - 1/m)^{k l})^k.
+   */
   *out = pow(bit_set_probability((double)m_bits, k, (double)n), (double)k);
   return BK_OK;
 }

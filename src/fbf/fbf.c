@@ -555,14 +555,18 @@ static void record(bk_fbf *f, uint64_t now, bk_fbf_action action, double fpp) {
 /* Apply a new goal of n filters and period t (already within bounds).
  * Growing takes effect as refreshes stop dropping old filters; shrinking,
  * as they drop more than they add, each only when droppable(). */
-static void set_goal(bk_fbf *f, unsigned n_filters, uint64_t period) {
+static void set_goal(bk_fbf *f, unsigned n_filters, uint64_t period,
+                     uint64_t at) {
   f->target_count = n_filters;
   if (period != f->refresh_period) {
-    /* The next refresh moves to one new period after the last one. */
-    uint64_t last = f->next_refresh - f->refresh_period;
+    /* The next refresh moves to one new period after the last one, and no
+     * earlier than the decision (time `at`). */
+    uint64_t last = f->next_refresh > f->refresh_period
+                        ? f->next_refresh - f->refresh_period
+                        : 0;
     f->refresh_period = period;
     uint64_t next = sat_add(last, period);
-    f->next_refresh = next > f->now ? next : f->now;
+    f->next_refresh = next > at ? next : at;
   }
 }
 
@@ -574,11 +578,12 @@ static uint64_t window_floor(const bk_fbf *f, unsigned n) {
   return (f->min_window + d - 1) / d;
 }
 
-static void adapt_tick(bk_fbf *f, uint64_t now) {
-  uint64_t st = __atomic_load_n(&f->state, __ATOMIC_RELAXED);
-  double fpp = estimate(f, st, f->check, true);
-  unsigned n = f->target_count;
-  uint64_t t = f->refresh_period;
+/* Algorithm 3's decision for an estimate `fpp` at goal (n, t): the new
+ * goal in *n_out, *t_out and the action, 0 when nothing changes. */
+static int adapt_decide(const bk_fbf *f, double fpp, unsigned n, uint64_t t,
+                        unsigned *n_out, uint64_t *t_out) {
+  *n_out = n;
+  *t_out = t;
   if (fpp >= 0.9 * f->target_fpp) {
     /* Multiplicative increase of filters, additive decrease of period,
      * the period floored where the grown filters still cover min_window. */
@@ -587,68 +592,195 @@ static void adapt_tick(bk_fbf *f, uint64_t now) {
     if (shorter < f->min_period) shorter = f->min_period;
     if (shorter < window_floor(f, grown)) shorter = window_floor(f, grown);
     if (shorter > t) shorter = t;
-    if (grown != n || shorter != t) {
-      set_goal(f, grown, shorter);
-      record(f, now, BK_FBF_GROW, fpp);
-    }
-  } else if (fpp <= 0.1 * f->target_fpp) {
+    *n_out = grown;
+    *t_out = shorter;
+    return grown != n || shorter != t ? BK_FBF_GROW : 0;
+  }
+  if (fpp <= 0.1 * f->target_fpp) {
     /* Additive decrease of filters, additive increase of period; one filter
      * fewer only if the rest still cover min_window at the new period. */
     uint64_t longer =
-        t + f->period_step > f->max_period ? f->max_period : t + f->period_step;
-    if (longer < t) longer = t;
+        f->period_step > f->max_period - t ? f->max_period : t + f->period_step;
     unsigned fewer = n > f->min_filters ? n - 1 : n;
     if (fewer != n && longer < window_floor(f, fewer)) fewer = n;
-    if (fewer != n || longer != t) {
-      set_goal(f, fewer, longer);
-      record(f, now, BK_FBF_SHRINK, fpp);
-    }
+    *n_out = fewer;
+    *t_out = longer;
+    return fewer != n || longer != t ? BK_FBF_SHRINK : 0;
+  }
+  return 0;
+}
+
+static void adapt_tick(bk_fbf *f, uint64_t now) {
+  uint64_t st = __atomic_load_n(&f->state, __ATOMIC_RELAXED);
+  double fpp = estimate(f, st, f->check, true);
+  unsigned n;
+  uint64_t t;
+  int action = adapt_decide(f, fpp, f->target_count, f->refresh_period, &n, &t);
+  if (action) {
+    set_goal(f, n, t, now);
+    record(f, now, (bk_fbf_action)action, fpp);
   }
 }
 
-/* ---- advance --------------------------------------------------------------
- */
+/* ceil(a / b), b > 0. */
+static inline uint64_t div_ceil(uint64_t a, uint64_t b) {
+  return a / b + (a % b != 0);
+}
 
+/*
+ * Ticks in a row whose only effect is to move t one step (the filter count
+ * is at its bound or held by the window rule): how many there are before t
+ * reaches its bound or a tick would change the count too. The first tick
+ * from (n, t) is such a move; the estimate is the same for all of them.
+ */
+static uint64_t period_run(const bk_fbf *f, int action, unsigned n,
+                           uint64_t t) {
+  uint64_t step = f->period_step;
+  if (action == BK_FBF_GROW) {
+    /* n is at max_filters (or doubling changes nothing): t falls to its
+     * floor and stays. */
+    uint64_t floor = f->min_period;
+    if (floor < window_floor(f, n)) floor = window_floor(f, n);
+    return t > floor ? div_ceil(t - floor, step) : 1;
+  }
+  uint64_t run = t < f->max_period ? div_ceil(f->max_period - t, step) : 1;
+  if (n > f->min_filters) {
+    /* One filter fewer becomes possible at the first tick whose new period
+     * t + i step reaches the window floor of n - 1. */
+    uint64_t need = window_floor(f, n - 1);
+    uint64_t until = need > t ? div_ceil(need - t, step) - 1 : 0;
+    if (until < run) run = until;
+  }
+  return run ? run : 1;
+}
+
+/*
+ * Apply `n_ticks` adaptation ticks due at `first`, first + interval, ...
+ * during which the filters' contents, and so the estimate, do not change.
+ * Equal decisions in a row are applied as one run (a run moves t by many
+ * steps at once and is recorded once, at its last tick), and a decision
+ * that changes nothing ends the work: the remaining ticks would repeat it.
+ * Cost: O(max_filters) runs whatever n_ticks. Returns the time of the tick
+ * after the last one applied (saturating).
+ */
+static uint64_t adapt_ticks(bk_fbf *f, uint64_t first, uint64_t n_ticks) {
+  uint64_t st = __atomic_load_n(&f->state, __ATOMIC_RELAXED);
+  double fpp = estimate(f, st, f->check, true);
+  uint64_t at = first, interval = f->adapt_interval;
+  while (n_ticks) {
+    unsigned n = f->target_count, n1;
+    uint64_t t = f->refresh_period, t1;
+    int action = adapt_decide(f, fpp, n, t, &n1, &t1);
+    if (!action) break;
+    uint64_t run = 1;
+    if (n1 == n) {
+      run = period_run(f, action, n, t);
+      if (run > n_ticks) run = n_ticks;
+      uint64_t moved =
+          run > UINT64_MAX / f->period_step ? UINT64_MAX : run * f->period_step;
+      if (action == BK_FBF_GROW) {
+        uint64_t floor = f->min_period > window_floor(f, n)
+                             ? f->min_period
+                             : window_floor(f, n);
+        t1 = t - floor > moved ? t - moved : floor;
+      } else {
+        t1 = f->max_period - t > moved ? t + moved : f->max_period;
+      }
+    }
+    uint64_t last = run - 1 > (UINT64_MAX - at) / interval
+                        ? UINT64_MAX
+                        : at + (run - 1) * interval;
+    set_goal(f, n1, t1, last);
+    record(f, last, (bk_fbf_action)action, fpp);
+    n_ticks -= run;
+    at = sat_add(last, interval);
+    if (at == UINT64_MAX) return at;
+  }
+  /* The remaining ticks repeat a decision that changes nothing. */
+  if (n_ticks > (UINT64_MAX - at) / interval) return UINT64_MAX;
+  return at + n_ticks * interval;
+}
+
+/* True when every filter is empty: nothing to remember or forget, the
+ * estimate is 0, and a refresh only rotates empty slots. */
+static bool all_empty(const bk_fbf *f) {
+  for (unsigned s = 0; s < f->width; s++)
+    if (bk__fbf_count(f, s)) return false;
+  return true;
+}
+
+/* Until when (inclusive, at most `now`) refreshes can change nothing the
+ * estimate depends on: every filter empty, or every slot in use and the
+ * oldest too young to drop (each refresh is deferred). 0: no such span. */
+static uint64_t idle_until(const bk_fbf *f, uint64_t now) {
+  if (all_empty(f)) return now;
+  uint64_t st = __atomic_load_n(&f->state, __ATOMIC_RELAXED);
+  unsigned count = BK__ST_COUNT(st);
+  if (count != f->width) return 0;
+  unsigned oldest = slot_at(f, BK__ST_HEAD(st), count - 1);
+  uint64_t droppable_at = sat_add(f->became_present[oldest], f->min_window);
+  if (droppable_at <= f->next_refresh) return 0;
+  return droppable_at - 1 < now ? droppable_at - 1 : now;
+}
+
+/* ---- advance --------------------------------------------------------------
+ *
+ * Events (refreshes every t, adaptation ticks every interval) are replayed
+ * in time order, but no call does work that grows with the jump, with
+ * interval / t, or with any number in the state: runs of ticks that see
+ * the same estimate are applied at once (adapt_ticks), refreshes of empty
+ * filters are skipped W at a time (head and contents are then as they
+ * would be), and deferred refreshes are skipped up to the time the oldest
+ * filter may go. What remains is O(W) real refreshes, each followed by
+ * O(max_filters) runs of ticks.
+ */
 static bk_status advance_locked(bk_fbf *f, uint64_t now) {
   BK_RETURN_IF(now < f->now, BK_EINVAL);
   f->now = now;
-  /* Adaptation ticks one advance replays before it samples the rest: a
-   * clock jump over millions of ticks would otherwise take that long, and
-   * the ticks of a long gap repeat one decision until a bound is hit. */
-  unsigned tick_budget = 4096;
   for (;;) {
     bool tick_due = f->adaptive && f->next_adapt <= now;
     bool refresh_due = f->next_refresh <= now;
     if (!tick_due && !refresh_due) break;
     if (tick_due && (!refresh_due || f->next_adapt <= f->next_refresh)) {
-      uint64_t at = f->next_adapt;
-      adapt_tick(f, at);
-      f->next_adapt = sat_add(at, f->adapt_interval);
-      if (--tick_budget == 0 && f->next_adapt <= now) {
-        uint64_t skipped = (now - at) / f->adapt_interval * f->adapt_interval;
-        f->next_adapt = sat_add(at + skipped, f->adapt_interval);
-      }
+      /* Every tick up to the next refresh sees this estimate; so does every
+       * tick up to when refreshes start to matter, when they are idle. */
+      uint64_t limit = refresh_due ? f->next_refresh : now;
+      uint64_t idle = refresh_due ? idle_until(f, now) : 0;
+      if (idle > limit) limit = idle;
+      uint64_t n_ticks = (limit - f->next_adapt) / f->adapt_interval + 1;
+      f->next_adapt = adapt_ticks(f, f->next_adapt, n_ticks);
       if (f->next_adapt == UINT64_MAX && f->next_refresh > now) break;
       continue;
     }
     uint64_t at = f->next_refresh;
-    if (!refresh(f, at)) f->deferred++;
+    bool done = refresh(f, at);
+    if (!done) f->deferred++;
     f->next_refresh = sat_add(at, f->refresh_period);
     if (f->next_refresh == UINT64_MAX) break; /* no refresh is ever due again */
-    /* A long idle gap: once every filter is empty and no tick is pending,
-     * further refreshes change nothing but the clock. */
+    if (f->next_refresh > now) continue;
+    /* Refreshes before the next tick that change nothing are skipped. */
+    uint64_t limit = now;
+    if (f->adaptive && f->next_adapt - 1 < limit) limit = f->next_adapt - 1;
+    if (limit < f->next_refresh) continue;
     uint64_t st = __atomic_load_n(&f->state, __ATOMIC_RELAXED);
-    bool empty = true;
-    for (unsigned s = 0; s < f->width && empty; s++)
-      if (bk__fbf_count(f, s)) empty = false;
-    if (empty && BK__ST_COUNT(st) == f->target_count &&
-        f->next_refresh <= now && (!f->adaptive || f->next_adapt > now)) {
-      uint64_t skip = (now - f->next_refresh) / f->refresh_period;
-      if (skip > f->width) {
-        skip -= skip % f->width; /* keep head where it would be */
-        f->next_refresh += skip * f->refresh_period;
-        f->refreshes += skip;
-      }
+    uint64_t skip = (limit - f->next_refresh) / f->refresh_period;
+    if (!done) {
+      /* Deferred: so is every refresh before the oldest may go. */
+      uint64_t idle = idle_until(f, limit);
+      if (idle < f->next_refresh) continue;
+      skip = (idle - f->next_refresh) / f->refresh_period + 1;
+      f->next_refresh =
+          skip > (UINT64_MAX - f->next_refresh) / f->refresh_period
+              ? UINT64_MAX
+              : f->next_refresh + skip * f->refresh_period;
+      f->deferred += skip;
+    } else if (BK__ST_COUNT(st) == f->target_count && all_empty(f) &&
+               skip > f->width) {
+      /* A long idle gap: refreshes of empty filters change nothing but
+       * the clock; W of them bring head back where it was. */
+      skip -= skip % f->width;
+      f->next_refresh += skip * f->refresh_period;
+      f->refreshes += skip;
     }
   }
   return BK_OK;
@@ -683,7 +815,7 @@ bk_status bk_fbf_resize(bk_fbf *f, unsigned n_filters,
       (uint64_t)(n_filters - 1) * t < f->min_window) {
     s = BK_EINVAL;
   } else {
-    set_goal(f, n_filters, t);
+    set_goal(f, n_filters, t, f->now);
     double fpp = estimate(f, __atomic_load_n(&f->state, __ATOMIC_RELAXED),
                           f->check, true);
     record(f, f->now, BK_FBF_MANUAL, fpp);
@@ -753,9 +885,14 @@ static bk_status resolve_config(const bk_fbf_config *cfg, uint64_t *m_out,
   } else {
     BK_RETURN_IF(cfg->capacity == 0 || cfg->capacity > (UINT64_MAX >> 2),
                  BK_EINVAL);
-    /* A filter takes inserts for two periods (as future, then present). */
-    BK_TRY(bk_params_optimal(2 * cfg->capacity, fpp, &m, &k));
-    if (cfg->k) k = cfg->k;
+    /* A filter takes inserts for two periods (as future, then present); a
+     * fixed k gets the m that meets fpp with it. */
+    if (cfg->k) {
+      k = cfg->k;
+      BK_TRY(bk_params_m_for_k(2 * cfg->capacity, fpp, k, &m));
+    } else {
+      BK_TRY(bk_params_optimal(2 * cfg->capacity, fpp, &m, &k));
+    }
   }
   unsigned n_filters = cfg->n_past + 2;
   unsigned width = cfg->max_filters;
@@ -810,7 +947,7 @@ bk_status bk_fbf_create(bk_fbf **out, const bk_fbf_config *cfg) {
   f->state = BK__ST_MAKE(0, n_filters, 0, 0, 0);
   f->now = cfg->start_time;
   f->refresh_period = t;
-  f->next_refresh = cfg->start_time + t;
+  f->next_refresh = sat_add(cfg->start_time, t);
   f->min_window = min_window;
   f->target_count = n_filters;
   f->adaptive = cfg->adaptive;
@@ -819,7 +956,7 @@ bk_status bk_fbf_create(bk_fbf **out, const bk_fbf_config *cfg) {
                       : (cfg->fpp != 0.0 ? cfg->fpp : DEFAULT_FPP);
   f->adapt_interval =
       cfg->adapt_interval ? cfg->adapt_interval : DEFAULT_ADAPT_INTERVAL;
-  f->next_adapt = cfg->start_time + f->adapt_interval;
+  f->next_adapt = sat_add(cfg->start_time, f->adapt_interval);
   f->period_step = step;
   f->min_period = min_period;
   f->max_period = max_period;

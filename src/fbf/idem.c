@@ -205,7 +205,8 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
   bool filtered = cfg->strategy != BK_IDEM_NONE;
   if (filtered) {
     BK_RETURN_IF(timeout == 0, BK_EINVAL);
-    if (!period) period = (timeout + n_past) / (n_past + 1); /* ceil */
+    if (!period) /* ceil(timeout / (N + 1)), without overflow */
+      period = timeout / (n_past + 1) + (timeout % (n_past + 1) != 0);
     /* The window must cover the timeout, and a period longer than the
      * window itself is a mistake (the filter would hold far more than the
      * retries need). */
@@ -260,10 +261,10 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
      * one filter of (N + 2) m bits. */
     uint64_t m = cfg->m_bits;
     unsigned k = cfg->k;
-    if (!m) {
-      unsigned k_opt;
-      s = bk_params_optimal(2 * ops, fpp, &m, &k_opt);
-      if (!k) k = k_opt;
+    if (!m && k) {
+      s = bk_params_m_for_k(2 * ops, fpp, k, &m); /* m that meets fpp */
+    } else if (!m) {
+      s = bk_params_optimal(2 * ops, fpp, &m, &k);
     }
     uint64_t total = 0;
     if (s == BK_OK &&
