@@ -248,11 +248,16 @@ static void insert_lanes(bk_fbf *f, bk_hash h, const uint64_t *lanes) {
     if (BK__ST_SWEEP(st))
       for (unsigned i = 0; i < f->k; i++)
         ensure_swept(f, chunk_of(lanes[i]), gen);
-    for (unsigned i = 0; i < f->k; i++)
-      set_lane_bits(f, lanes[i], head, present);
+    /* Counted before its bits are set (release fence): whoever sees a bit
+     * then reads the counts after an acquire fence (a snapshot) finds the
+     * insert counted, so a slot's count is never 0 while it holds bits and
+     * its bits never exceed k per counted insert. */
     uint64_t *counts = f->inserted[stripe];
     __atomic_fetch_add(&counts[head], 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&counts[present], 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    for (unsigned i = 0; i < f->k; i++)
+      set_lane_bits(f, lanes[i], head, present);
     __atomic_fetch_sub(active, 1, __ATOMIC_RELEASE);
     return;
   }
@@ -523,6 +528,8 @@ static bool refresh(bk_fbf *f, uint64_t now) {
   uint64_t to_sweep = 0;
   for (unsigned s = 0; s < f->width; s++) {
     if (!((dropped >> s) & 1)) continue;
+    /* A count of 0 means no bits: inserts count before they set bits, and
+     * a loader accepts no slot with bits and no count. */
     if (bk__fbf_count(f, s)) to_sweep |= (uint64_t)1 << s;
     bk__fbf_count_set(f, s, 0);
     __atomic_store_n(&f->shared[s], 0, __ATOMIC_RELAXED);
@@ -738,8 +745,10 @@ static bk_status advance_locked(bk_fbf *f, uint64_t now) {
   BK_RETURN_IF(now < f->now, BK_EINVAL);
   f->now = now;
   for (;;) {
-    bool tick_due = f->adaptive && f->next_adapt <= now;
-    bool refresh_due = f->next_refresh <= now;
+    /* UINT64_MAX is the schedule's "never" (a saturated sum). */
+    bool tick_due =
+        f->adaptive && f->next_adapt <= now && f->next_adapt != UINT64_MAX;
+    bool refresh_due = f->next_refresh <= now && f->next_refresh != UINT64_MAX;
     if (!tick_due && !refresh_due) break;
     if (tick_due && (!refresh_due || f->next_adapt <= f->next_refresh)) {
       /* Every tick up to the next refresh sees this estimate; so does every
@@ -812,7 +821,7 @@ bk_status bk_fbf_resize(bk_fbf *f, unsigned n_filters,
   if (n_filters < f->min_filters || n_filters > f->max_filters ||
       t < f->min_period || t > f->max_period ||
       /* the goal must be able to keep min_window: (n - 1) t >= min_window */
-      (uint64_t)(n_filters - 1) * t < f->min_window) {
+      bk__fbf_window_short(n_filters, t, f->min_window)) {
     s = BK_EINVAL;
   } else {
     set_goal(f, n_filters, t, f->now);

@@ -99,6 +99,16 @@ struct bk_fbf {
   size_t trace_len; /* events ever recorded */
 };
 
+/* True when a goal of n filters at period t cannot keep min_window:
+ * (n - 1) t < min_window (Algorithm 3, create and resize keep this false). */
+static inline bool bk__fbf_window_short(unsigned n, uint64_t t,
+                                        uint64_t min_window) {
+  uint64_t cover;
+  if (n < 2) return true;
+  if (__builtin_mul_overflow((uint64_t)(n - 1), t, &cover)) return false;
+  return cover < min_window;
+}
+
 static inline uint64_t bk__fbf_count(const bk_fbf *f, unsigned slot) {
   uint64_t total = 0;
   for (unsigned i = 0; i < BK__FBF_STRIPES; i++)

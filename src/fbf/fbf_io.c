@@ -87,6 +87,10 @@ bk_status bk_fbf_serialize(const bk_fbf *f, void *buf, size_t cap,
   bk__store_le64(p + 136, f->min_period);
   bk__store_le64(p + 144, f->max_period);
   bk__store_le64(p + 152, BK__ST_GEN(st));
+  /* Bits first, counts after an acquire fence: an insert whose bits are
+   * in the copy is in the counts too (inserts count first, see insert). */
+  bk__words_store(p + hl, f->words, f->n_words);
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
   for (unsigned s = 0; s < f->width; s++) {
     bk__store_le64(p + FBF_FIXED_HEADER + 8 * s, bk__fbf_count(f, s));
     bk__store_le64(p + FBF_FIXED_HEADER + 8 * (f->width + s),
@@ -94,23 +98,25 @@ bk_status bk_fbf_serialize(const bk_fbf *f, void *buf, size_t cap,
     bk__store_le64(p + FBF_FIXED_HEADER + 8 * (2 * f->width + s),
                    __atomic_load_n(&f->shared[s], __ATOMIC_RELAXED));
   }
-  bk__words_store(p + hl, f->words, f->n_words);
   pthread_mutex_unlock(&mf->mu);
   bk__format_write_trailer(p, need - BK__TRAILER_SIZE);
   *written = need;
   return BK_OK;
 }
 
-/* True when every bit that must be zero is: free slots, lane padding past
- * W, bits past the last lane, and the spare word. The allowed pattern
- * repeats every `stride` words (64 lanes), so this is one AND a word. */
-static bool payload_clean(const unsigned char *payload, uint64_t m,
-                          unsigned width, unsigned stride, unsigned head,
-                          unsigned count, uint64_t n_words) {
+/* One pass over the payload. Returns false when a bit that must be zero is
+ * set: free slots, lane padding past W, bits past the last lane, and the
+ * spare word. Otherwise *has_bits gets the slots holding any bit and
+ * *set_bits the number of bits set. The bit pattern repeats every `stride`
+ * words (64 lanes), so this is an AND, an OR and a popcount a word. */
+static bool payload_scan(const unsigned char *payload, uint64_t m,
+                         unsigned width, unsigned stride, unsigned head,
+                         unsigned count, uint64_t n_words, uint64_t *has_bits,
+                         uint64_t *set_bits) {
   uint64_t in_set = 0; /* physical slots of the logical set */
   for (unsigned p = 0; p < count; p++)
     in_set |= (uint64_t)1 << ((head + p) % width);
-  uint64_t allowed[64] = {0};
+  uint64_t allowed[64] = {0}, seen[64] = {0};
   for (unsigned p = 0; p < stride; p++)
     for (unsigned b = 0; b < 64; b++) {
       unsigned slot = (unsigned)(((uint64_t)p * 64 + b) % stride);
@@ -118,7 +124,7 @@ static bool payload_clean(const unsigned char *payload, uint64_t m,
         allowed[p] |= (uint64_t)1 << b;
     }
   uint64_t lane_bits = m * stride;
-  uint64_t full_words = lane_bits / 64;
+  uint64_t full_words = lane_bits / 64, popcount = 0;
   for (uint64_t w = 0, p = 0; w < n_words; w++) {
     uint64_t v = bk__load_le64(payload + 8 * w);
     uint64_t ok = allowed[p];
@@ -127,8 +133,17 @@ static bool payload_clean(const unsigned char *payload, uint64_t m,
       ok &= tail ? (((uint64_t)1 << tail) - 1) : 0;
     }
     if (v & ~ok) return false;
+    seen[p] |= v;
+    popcount += (uint64_t)__builtin_popcountll(v);
     if (++p == stride) p = 0;
   }
+  uint64_t slots = 0;
+  for (unsigned p = 0; p < stride; p++)
+    for (unsigned b = 0; b < 64; b++)
+      if ((seen[p] >> b) & 1)
+        slots |= (uint64_t)1 << (((uint64_t)p * 64 + b) % stride);
+  *has_bits = slots;
+  *set_bits = popcount;
   return true;
 }
 
@@ -176,34 +191,76 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
   double target_fpp = (double)units / FPP_SCALE;
   BK_RETURN_IF(fpp_units(target_fpp) != units, BK_ECORRUPT);
   BK_RETURN_IF(gen >= ((uint64_t)1 << 43), BK_ECORRUPT);
-  BK_RETURN_IF(min_window > UINT64_MAX / 2, BK_ECORRUPT);
-  /* The schedule must be what an FBF can be in after an advance: the next
-   * refresh (and tick, when adaptive) no earlier than the clock and at most
-   * one period ahead; a stale one would make the first advance replay an
-   * unbounded number of refreshes. */
+  /* Only what create plus operations can reach (docs/design.md, "FBF
+   * state invariants"). The goal keeps min_window, as create, resize and
+   * Algorithm 3 all ensure: (target - 1) t >= min_window. */
+  BK_RETURN_IF(min_window == 0 || bk__fbf_window_short(target, t, min_window),
+               BK_ECORRUPT);
+  /* The schedule is what an advance leaves: the next refresh at most one
+   * period ahead of the clock, and never earlier than one period after
+   * time 0; "never" (UINT64_MAX) only where now + t saturates. The same
+   * for the next adaptation tick, strictly after the clock. A stale or far
+   * schedule would make advance replay or wait without end. */
   uint64_t now = bk__load_le64(p + 56);
   uint64_t next_refresh = bk__load_le64(p + 64);
   uint64_t next_adapt = bk__load_le64(p + 120);
-  /* (UINT64_MAX means "never again": the clock reached the end of time.) */
-  BK_RETURN_IF(next_refresh < now || (next_refresh - now > max_period &&
-                                      next_refresh != UINT64_MAX),
-               BK_ECORRUPT);
-  BK_RETURN_IF(adaptive && (next_adapt < now || (next_adapt - now > interval &&
-                                                 next_adapt != UINT64_MAX)),
-               BK_ECORRUPT);
+  uint64_t refresh_limit = now > UINT64_MAX - t ? UINT64_MAX : now + t;
+  BK_RETURN_IF(
+      next_refresh < now || next_refresh > refresh_limit || next_refresh < t,
+      BK_ECORRUPT);
+  uint64_t adapt_limit =
+      now > UINT64_MAX - interval ? UINT64_MAX : now + interval;
+  if (adaptive)
+    BK_RETURN_IF((next_adapt <= now && next_adapt != UINT64_MAX) ||
+                     next_adapt > adapt_limit || next_adapt < interval,
+                 BK_ECORRUPT);
+  else /* set once at create (start_time <= 2^63) and never moved */
+    BK_RETURN_IF(
+        next_adapt < interval || next_adapt - interval > UINT64_MAX / 2,
+        BK_ECORRUPT);
   unsigned stride = width > 57 ? 64 : width;
   uint64_t n_words = (m * stride + 63) / 64 + 1;
   BK_RETURN_IF(v.payload_len != n_words * 8, BK_ECORRUPT);
-  for (unsigned s = 0; s < width; s++) {
-    bool in_set = ((s + width - head) % width) < count;
+  /* Per slot: counts only in the logical set, shared <= inserted; the
+   * filters that became present did so in order, none after the clock. */
+  uint64_t all_inserts = 0;
+  bool inserts_overflow = false;
+  for (unsigned pos = 0; pos < width; pos++) {
+    unsigned s = (head + pos) % width;
     uint64_t ins = bk__load_le64(p + FBF_FIXED_HEADER + 8 * s);
+    uint64_t bp = bk__load_le64(p + FBF_FIXED_HEADER + 8 * (width + s));
     uint64_t sh = bk__load_le64(p + FBF_FIXED_HEADER + 8 * (2 * width + s));
-    BK_RETURN_IF(!in_set && (ins != 0 || sh != 0), BK_ECORRUPT);
+    BK_RETURN_IF(pos >= count && (ins != 0 || sh != 0), BK_ECORRUPT);
     BK_RETURN_IF(sh > ins, BK_ECORRUPT);
+    if (pos >= 1 && pos < count) {
+      BK_RETURN_IF(bp > now, BK_ECORRUPT);
+      if (pos >= 2) {
+        unsigned newer = (head + pos - 1) % width;
+        BK_RETURN_IF(
+            bp > bk__load_le64(p + FBF_FIXED_HEADER + 8 * (width + newer)),
+            BK_ECORRUPT);
+      }
+    }
+    if (pos < count)
+      inserts_overflow |=
+          __builtin_add_overflow(all_inserts, ins, &all_inserts);
   }
-  BK_RETURN_IF(
-      !payload_clean(v.payload, m, width, stride, head, count, n_words),
-      BK_ECORRUPT);
+  /* Bits agree with the counts: a filter with bits has inserts, and each
+   * insert sets at most k bits in a filter. (A snapshot counts every insert
+   * whose bits it copied: inserts count first, serialize reads bits
+   * first.) */
+  uint64_t has_bits, set_bits;
+  BK_RETURN_IF(!payload_scan(v.payload, m, width, stride, head, count, n_words,
+                             &has_bits, &set_bits),
+               BK_ECORRUPT);
+  for (unsigned s = 0; s < width; s++)
+    BK_RETURN_IF(((has_bits >> s) & 1) &&
+                     bk__load_le64(p + FBF_FIXED_HEADER + 8 * s) == 0,
+                 BK_ECORRUPT);
+  uint64_t bits_allowed;
+  if (!inserts_overflow &&
+      !__builtin_mul_overflow(all_inserts, (uint64_t)k, &bits_allowed))
+    BK_RETURN_IF(set_bits > bits_allowed, BK_ECORRUPT);
 
   bk__alloc al;
   BK_TRY(bk__alloc_init(&al, allocator));
@@ -213,8 +270,8 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
   f->seed = seed;
   f->check = (bk_fbf_check)check;
   f->state = BK__ST_MAKE(head, count, 0, 0, gen);
-  f->now = bk__load_le64(p + 56);
-  f->next_refresh = bk__load_le64(p + 64);
+  f->now = now;
+  f->next_refresh = next_refresh;
   f->refresh_period = t;
   f->min_window = min_window;
   f->refreshes = bk__load_le64(p + 88);
@@ -223,7 +280,7 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
   f->adaptive = adaptive;
   f->target_fpp = target_fpp;
   f->adapt_interval = interval;
-  f->next_adapt = bk__load_le64(p + 120);
+  f->next_adapt = next_adapt;
   f->period_step = step;
   f->min_period = min_period;
   f->max_period = max_period;

@@ -45,6 +45,18 @@ static uint64_t threshold_for(uint64_t m, unsigned k, double target) {
   return hi;
 }
 
+/* Could create have computed `threshold` for this m and k? It is the
+ * smallest l with fpp(l) >= target for some target in (0, 1): exactly when
+ * fpp(l - 1) < fpp(l) and fpp(l - 1) < 1, within the search's 2^62 cap. */
+static bool threshold_reachable(uint64_t m, unsigned k, uint64_t threshold) {
+  if (threshold == 0 || threshold > ((uint64_t)1 << 62)) return false;
+  double below = 0.0, at = 0.0;
+  (void)bk_params_fpp(m, k, threshold - 1, &below);
+  (void)bk_params_fpp(m, k, threshold, &at);
+  if (threshold == ((uint64_t)1 << 62)) return below < 1.0;
+  return below < at && below < 1.0;
+}
+
 bk_status bk_rbf_create(bk_rbf **out, const bk_rbf_config *cfg) {
   BK_RETURN_IF(!out || !cfg, BK_EINVAL);
   double fpp = cfg->fpp == 0.0 ? DEFAULT_FPP : cfg->fpp;
@@ -221,7 +233,11 @@ bk_status bk_rbf_deserialize(const void *buf, size_t len,
   bk_bloom_info info;
   if (s == BK_OK) {
     (void)bk_bloom_info_get(r->bloom, &info);
-    if (info.layout != BK_BLOOM_STANDARD) s = BK_ECORRUPT;
+    /* Only a threshold create could have computed for this m and k: a
+     * larger one would let the filter fill up and answer yes to all. */
+    if (info.layout != BK_BLOOM_STANDARD ||
+        !threshold_reachable(info.m_bits, info.k, threshold))
+      s = BK_ECORRUPT;
   }
   if (s != BK_OK) {
     bk_bloom_destroy(r->bloom);
