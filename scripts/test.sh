@@ -29,7 +29,7 @@ if [ "$fuzz_seconds" -gt 0 ] && command -v clang >/dev/null 2>&1; then
     # New inputs go to a scratch corpus; the committed seeds stay as they are.
     scratch="$fbuild/corpus-$kind"
     mkdir -p "$scratch"
-    "$f" -max_total_time="$fuzz_seconds" -seed=1 -print_final_stats=1 \
+    "$f" -max_total_time="$fuzz_seconds" -timeout=2 -seed=1 -print_final_stats=1 \
       "$scratch" "$root/tests/fuzz/corpus/$kind" >"$fbuild/fuzz-$kind.log" 2>&1 ||
       { tail -60 "$fbuild/fuzz-$kind.log"; exit 1; }
     grep -E 'stat::number_of_executed_units' "$fbuild/fuzz-$kind.log" || true

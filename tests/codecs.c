@@ -159,6 +159,20 @@ static const char *fbf_exercise(void *obj) {
                        : info.now + info.refresh_period;
   EX_CHECK(bk_fbf_advance(f, later) == BK_OK);
   EX_CHECK(bk_fbf_contains_hash(f, h, &v) == BK_OK);
+  /* Whatever the state says, no call's time grows with the clock: jumps
+   * of 2^40 periods and to the end of time return (a hang here is caught
+   * by ctest's timeout or libFuzzer's -timeout). */
+  EX_CHECK(bk_fbf_info_get(f, &info) == BK_OK);
+  uint64_t far = info.refresh_period > (UINT64_MAX >> 41)
+                     ? UINT64_MAX - 1
+                     : info.refresh_period << 40;
+  later = info.now > UINT64_MAX - 1 - far ? UINT64_MAX - 1 : info.now + far;
+  if (later < info.now) later = info.now; /* the clock is at the end */
+  EX_CHECK(bk_fbf_advance(f, later) == BK_OK);
+  EX_CHECK(bk_fbf_insert_if_absent(f, "y", 1, &is_new) == BK_OK);
+  EX_CHECK(bk_fbf_advance(f, UINT64_MAX) == BK_OK);
+  EX_CHECK(bk_fbf_estimated_fpp(f, BK_FBF_CHECK_DEFAULT, &fpp) == BK_OK);
+  EX_CHECK(bk_fbf_contains(f, "y", 1, &v) == BK_OK);
   return NULL;
 }
 BK_TEST_CODEC_ADAPTERS(fbf)
@@ -217,6 +231,11 @@ static const char *idem_exercise(void *obj) {
       EX_CHECK(s == BK_OK && o == BK_IDEM_DUPLICATE);
     }
   }
+  /* The clock can jump to the end of time promptly. */
+  s = bk_idem_advance(t, UINT64_MAX / 2);
+  EX_CHECK(s == BK_OK || s == BK_EINVAL); /* EINVAL: the clock is past it */
+  EX_CHECK(bk_idem_advance(t, UINT64_MAX) == BK_OK);
+  EX_CHECK(bk_idem_info_get(t, &info) == BK_OK);
   return NULL;
 }
 BK_TEST_CODEC_ADAPTERS(idem)
