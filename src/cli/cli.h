@@ -24,14 +24,19 @@ int bk_cli_sim(int argc, char **argv);
 
 #include "bloomkit/common.h"
 
-/* Run a bloomkit call; on error name it and jump to `fail`. */
-#define TRY_BK(call)                                                       \
-  do {                                                                     \
-    bk_status try_status_ = (call);                                        \
-    if (try_status_ != BK_OK) {                                            \
-      fprintf(stderr, PROG ": %s: %s\n", #call, bk_strerror(try_status_)); \
-      goto fail;                                                           \
-    }                                                                      \
+/* Run a bloomkit call; on error say so and jump to `fail` (exit status 1).
+ * The message is the status alone: never the call's source text or a
+ * function name. Options that a bloomkit call would refuse are checked (or
+ * the refusal translated into the options' terms) before any of this runs,
+ * so what reaches here is out of memory or a bug. */
+#define TRY_BK(call)                                     \
+  do {                                                   \
+    bk_status try_status_ = (call);                      \
+    if (try_status_ != BK_OK) {                          \
+      fprintf(stderr, PROG ": unexpected failure: %s\n", \
+              bk_strerror(try_status_));                 \
+      goto fail;                                         \
+    }                                                    \
   } while (0)
 
 /* splitmix64: the seeded generator of every simulation. */

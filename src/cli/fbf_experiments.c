@@ -66,12 +66,14 @@
 
 #include "bloomkit/fbf.h"
 #include "cli/cli.h"
+#include "cli/opts.h"
 
 #define PROG "bloomkit fbf-experiments"
 #define DEFAULT_SEED 20150601u
 #define DEFAULT_PROBES 200000u
+/* 500 times the default: about half an hour for all six figures. */
+#define MAX_PROBES 100000000u
 #define N_FIGURES 6u
-#define ALL_FIGURES ((1u << N_FIGURES) - 1u)
 
 #define K_HASHES 5u
 #define SECOND_MS 1000u
@@ -116,11 +118,6 @@
 #define FIG66_DURATION_S 200u
 
 #define NO_LIMIT UINT64_MAX
-
-/* ---- errors -------------------------------------------------------------- */
-
-/* Every bloomkit call goes through this: on error, name the call and the
- * status, and leave through the function's `fail` label (exit status 1). */
 
 /* ---- ids: splitmix64 ----------------------------------------------------- */
 
@@ -508,75 +505,78 @@ fail:
   return 1;
 }
 
-static int run_fig64(const options *o) {
-  static const uint64_t periods_ms[] = {5000, 3000, 2000, 1000};
-  bk_fbf *fbfs[4] = {NULL, NULL, NULL, NULL};
-  series s = {
-      .fbfs = fbfs,
-      .n_fbfs = 4,
-      .hash_seed = hash_seed_of(o->seed, 64),
-      .ids = id_stream_make(o->seed, 64),
-      .load = {cumulative_exponential, RATE_64_START, RATE_64_DOUBLING, 0.0},
-      .total = FIG64_ELEMENTS,
-      .row = row_plain,
-      .estimates = o->estimates,
-  };
-  s.duration_ms = duration_for(&s.load, s.total);
-  sink out;
-  if (sink_open_series(
-          o, &out, "fig6_4",
-          "empirical fpp as the refresh period varies; N=1 m=25000 k=5 "
-          "t=5/3/2/1s; 5000 elements at rate 2*2^(time/5s) ops/s, "
-          "the same elements into each filter"))
-    return 1;
-  int status = 1;
-  for (size_t i = 0; i < 4; i++)
-    TRY_BK(make_fbf(&fbfs[i], FIG64_M_BITS, 1, periods_ms[i], s.hash_seed));
-  fprintf(out.fp, "# sampled every 1 s with %llu fresh absent probes\n",
-          (unsigned long long)o->series_probes);
-  fprintf(out.fp, "time_s,ops_per_s,fpp_t5,fpp_t3,fpp_t2,fpp_t1%s\n",
-          o->estimates ? ",fpp_eq43_t5,fpp_eq43_t3,fpp_eq43_t2,fpp_eq43_t1,"
-                         "fpp_estimate_t5,fpp_estimate_t3,fpp_estimate_t2,"
-                         "fpp_estimate_t1"
-                       : "");
-  status = run_series(o, &s, out.fp);
-fail:
-  destroy_all(fbfs, 4);
-  return sink_close(&out, status);
-}
+/* Fig. 6.4 and 6.5: four FBFs fed the same elements, one setting varied
+ * across them (the refresh period, or the number of filters). */
+typedef struct four_fbfs {
+  uint64_t figure; /* 64, 65: selects the id stream and hash seed */
+  const char *name;
+  const char *description;
+  load_profile load;
+  uint64_t total; /* elements */
+  uint64_t m_bits;
+  unsigned n_past[4];
+  uint64_t period_ms[4];
+  const char *column[4]; /* fpp_<column>, fpp_eq43_<column>, ... */
+} four_fbfs;
 
-static int run_fig65(const options *o) {
-  static const unsigned n_past[] = {1, 4, 10, 22}; /* 3, 6, 12, 24 filters */
+static const four_fbfs fig64 = {
+    .figure = 64,
+    .name = "fig6_4",
+    .description =
+        "empirical fpp as the refresh period varies; N=1 m=25000 k=5 "
+        "t=5/3/2/1s; 5000 elements at rate 2*2^(time/5s) ops/s, "
+        "the same elements into each filter",
+    .load = {cumulative_exponential, RATE_64_START, RATE_64_DOUBLING, 0.0},
+    .total = FIG64_ELEMENTS,
+    .m_bits = FIG64_M_BITS,
+    .n_past = {1, 1, 1, 1},
+    .period_ms = {5000, 3000, 2000, 1000},
+    .column = {"t5", "t3", "t2", "t1"},
+};
+
+static const four_fbfs fig65 = {
+    .figure = 65,
+    .name = "fig6_5",
+    .description =
+        "empirical fpp as the number of filters varies; t=5s m=6250 "
+        "k=5, 3/6/12/24 filters (N=1/4/10/22); 3000 elements at rate "
+        "10+3.25*time ops/s, the same elements into each filter",
+    .load = {cumulative_linear, RATE_65_START, RATE_65_SLOPE, 0.0},
+    .total = FIG65_ELEMENTS,
+    .m_bits = FIG65_M_BITS,
+    .n_past = {1, 4, 10, 22}, /* 3, 6, 12, 24 filters */
+    .period_ms = {FIG65_PERIOD_MS, FIG65_PERIOD_MS, FIG65_PERIOD_MS,
+                  FIG65_PERIOD_MS},
+    .column = {"3", "6", "12", "24"},
+};
+
+static int run_four_fbfs(const options *o, const four_fbfs *fig) {
   bk_fbf *fbfs[4] = {NULL, NULL, NULL, NULL};
   series s = {
       .fbfs = fbfs,
       .n_fbfs = 4,
-      .hash_seed = hash_seed_of(o->seed, 65),
-      .ids = id_stream_make(o->seed, 65),
-      .load = {cumulative_linear, RATE_65_START, RATE_65_SLOPE, 0.0},
-      .total = FIG65_ELEMENTS,
+      .hash_seed = hash_seed_of(o->seed, fig->figure),
+      .ids = id_stream_make(o->seed, fig->figure),
+      .load = fig->load,
+      .total = fig->total,
       .row = row_plain,
       .estimates = o->estimates,
   };
   s.duration_ms = duration_for(&s.load, s.total);
   sink out;
-  if (sink_open_series(
-          o, &out, "fig6_5",
-          "empirical fpp as the number of filters varies; t=5s m=6250 "
-          "k=5, 3/6/12/24 filters (N=1/4/10/22); 3000 elements at rate "
-          "10+3.25*time ops/s, the same elements into each filter"))
-    return 1;
+  if (sink_open_series(o, &out, fig->name, fig->description)) return 1;
   int status = 1;
   for (size_t i = 0; i < 4; i++)
-    TRY_BK(make_fbf(&fbfs[i], FIG65_M_BITS, n_past[i], FIG65_PERIOD_MS,
+    TRY_BK(make_fbf(&fbfs[i], fig->m_bits, fig->n_past[i], fig->period_ms[i],
                     s.hash_seed));
   fprintf(out.fp, "# sampled every 1 s with %llu fresh absent probes\n",
           (unsigned long long)o->series_probes);
-  fprintf(out.fp, "time_s,ops_per_s,fpp_3,fpp_6,fpp_12,fpp_24%s\n",
-          o->estimates ? ",fpp_eq43_3,fpp_eq43_6,fpp_eq43_12,fpp_eq43_24,"
-                         "fpp_estimate_3,fpp_estimate_6,fpp_estimate_12,"
-                         "fpp_estimate_24"
-                       : "");
+  static const char *const kinds[] = {"fpp", "fpp_eq43", "fpp_estimate"};
+  fprintf(out.fp, "time_s,ops_per_s");
+  for (size_t k = 0; k < (o->estimates ? 3u : 1u); k++)
+    for (size_t i = 0; i < 4; i++)
+      fprintf(out.fp, ",%s_%s", kinds[k], fig->column[i]);
+  fputc('\n', out.fp);
   status = run_series(o, &s, out.fp);
 fail:
   destroy_all(fbfs, 4);
@@ -707,139 +707,24 @@ fail:
 
 /* ---- command line -------------------------------------------------------- */
 
-static void help(FILE *out) {
-  fprintf(out,
-          "usage: bloomkit fbf-experiments [options]\n"
-          "\n"
-          "Reproduce the FBF thesis' Fig. 6.1-6.6 in simulated time (ms).\n"
-          "\n"
-          "options:\n"
-          "  --seed N           run seed (default %u), printed as '# seed N'\n"
-          "  --out DIR          write DIR/fig6_1.csv ... fig6_6.csv (and\n"
-          "                     fig6_6_trace.csv); default: all to stdout,\n"
-          "                     each preceded by '# fig6_X: description'\n"
-          "  --only LIST        a subset, e.g. 6.1,6.4 (default: all)\n"
-          "  --probes N         absent probes per point of 6.1-6.3\n"
-          "                     (default %u, as in the thesis)\n"
-          "  --series-probes N  fresh absent probes per 1 s sample of\n"
-          "                     6.4-6.6 (default: as many as --probes)\n"
-          "  --estimates        append estimate columns to 6.4, 6.5: the\n"
-          "                     thesis' Eq. 4.3 (fpp_eq43_*) and bloomkit's\n"
-          "                     shared-insert estimate (fpp_estimate_*)\n"
-          "  -h, --help         this text\n"
-          "\n"
-          "figures:\n"
-          "  6.1  optimized vs simple check: N=1 m=6250 k=5 t=5s, 50..600\n"
-          "       elements at a steady rate over 10 s\n"
-          "  6.2  empirical vs Eq. 4.3 vs shared-insert estimate, same\n"
-          "       filters\n"
-          "  6.3  the same, 300 elements, m=5000..30000\n"
-          "  6.4  refresh period 5/3/2/1 s, m=25000, 5000 elements at rate\n"
-          "       2*2^(time/5s) ops/s\n"
-          "  6.5  3/6/12/24 filters, t=5s m=6250, 3000 elements at rate\n"
-          "       10+3.25*time ops/s\n"
-          "  6.6  adaptive: 3 filters, t=11s in [%g, %g] s, at most %u\n"
-          "       filters, target fpp %g, rate %g -> %g ops/s over %g s and\n"
-          "       back, then %g until %u s; resize trace after the CSV\n",
-          DEFAULT_SEED, DEFAULT_PROBES, (double)FIG66_MIN_PERIOD_MS / SECOND_MS,
-          (double)FIG66_MAX_PERIOD_MS / SECOND_MS, FIG66_MAX_FILTERS,
-          FIG66_TARGET_FPP, (double)RATE_66_LOW, (double)RATE_66_PEAK,
-          (double)RATE_66_RAMP, (double)RATE_66_LOW, FIG66_DURATION_S);
-}
+static const char *const figure_names[N_FIGURES + 1] = {
+    "6.1", "6.2", "6.3", "6.4", "6.5", "6.6", NULL};
 
-static int usage_error(const char *fmt, const char *arg) {
-  fprintf(stderr, PROG ": ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\ntry 'bloomkit fbf-experiments --help'\n");
-  return 2;
-}
-
-/* A decimal u64: digits only, no sign, no overflow. */
-static bool parse_u64(const char *text, uint64_t *out) {
-  if (!text[0]) return false;
-  for (const char *p = text; *p; p++)
-    if (*p < '0' || *p > '9') return false;
-  errno = 0;
-  char *end;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (errno || *end) return false;
-  *out = (uint64_t)v;
-  return true;
-}
-
-/* "6.1,6.4" -> bits 0 and 3. */
-static bool parse_only(const char *text, unsigned *out) {
-  unsigned figures = 0;
-  const char *p = text;
-  for (;;) {
-    if (p[0] != '6' || p[1] != '.' || p[2] < '1' ||
-        p[2] > (char)('0' + N_FIGURES) || (p[3] != ',' && p[3] != '\0'))
-      return false;
-    figures |= 1u << (p[2] - '1');
-    if (p[3] == '\0') break;
-    p += 4;
-  }
-  *out = figures;
-  return true;
-}
-
-/* Match `--name value` or `--name=value`; *value is NULL when the option
- * is `name` but its value is missing. */
-static bool match_option(int argc, char **argv, int *i, const char *name,
-                         const char **value) {
-  const char *arg = argv[*i];
-  size_t len = strlen(name);
-  if (strncmp(arg, name, len) != 0) return false;
-  if (arg[len] == '=') {
-    *value = arg + len + 1;
-    return true;
-  }
-  if (arg[len] != '\0') return false;
-  *value = *i + 1 < argc ? argv[++*i] : NULL;
-  return true;
-}
-
-static int parse_options(int argc, char **argv, options *o, bool *want_help) {
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i], *value;
-    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-      *want_help = true;
-      return 0;
-    }
-    if (strcmp(arg, "--estimates") == 0) {
-      o->estimates = true;
-      continue;
-    }
-    if (match_option(argc, argv, &i, "--seed", &value)) {
-      if (!value || !parse_u64(value, &o->seed))
-        return usage_error("--seed needs an unsigned integer, got '%s'",
-                           value ? value : "");
-    } else if (match_option(argc, argv, &i, "--probes", &value)) {
-      if (!value || !parse_u64(value, &o->probes) || o->probes == 0)
-        return usage_error("--probes needs a positive integer, got '%s'",
-                           value ? value : "");
-    } else if (match_option(argc, argv, &i, "--series-probes", &value)) {
-      if (!value || !parse_u64(value, &o->series_probes) ||
-          o->series_probes == 0)
-        return usage_error("--series-probes needs a positive integer, got '%s'",
-                           value ? value : "");
-    } else if (match_option(argc, argv, &i, "--out", &value)) {
-      if (!value || !value[0])
-        return usage_error("--out needs a directory%s", "");
-      o->out_dir = value;
-    } else if (match_option(argc, argv, &i, "--only", &value)) {
-      if (!value || !parse_only(value, &o->figures))
-        return usage_error(
-            "--only needs a list of figures such as 6.1,6.4, got '%s'",
-            value ? value : "");
-    } else if (arg[0] == '-') {
-      return usage_error("unknown option '%s'", arg);
-    } else {
-      return usage_error("unexpected argument '%s'", arg);
-    }
-  }
-  return 0;
-}
+/* The --help epilog; its %-fields are filled from the 6.6 settings. */
+#define FIGURES_HELP_FORMAT                                            \
+  "figures:\n"                                                         \
+  "  6.1  optimized vs simple check: N=1 m=6250 k=5 t=5s, 50..600\n"   \
+  "       elements at a steady rate over 10 s\n"                       \
+  "  6.2  empirical vs Eq. 4.3 vs shared-insert estimate, same\n"      \
+  "       filters\n"                                                   \
+  "  6.3  the same, 300 elements, m=5000..30000\n"                     \
+  "  6.4  refresh period 5/3/2/1 s, m=25000, 5000 elements at rate\n"  \
+  "       2*2^(time/5s) ops/s\n"                                       \
+  "  6.5  3/6/12/24 filters, t=5s m=6250, 3000 elements at rate\n"     \
+  "       10+3.25*time ops/s\n"                                        \
+  "  6.6  adaptive: 3 filters, t=11s in [%g, %g] s, at most %u\n"      \
+  "       filters, target fpp %g, rate %g -> %g ops/s over %g s and\n" \
+  "       back, then %g until %u s; resize trace after the CSV\n"
 
 static int make_out_dir(const char *dir) {
   if (mkdir(dir, 0777) == 0) return 0;
@@ -852,21 +737,51 @@ static int make_out_dir(const char *dir) {
 }
 
 int bk_cli_fbf_experiments(int argc, char **argv) {
-  options o = {
-      .seed = DEFAULT_SEED,
-      .probes = DEFAULT_PROBES,
-      .series_probes = 0, /* as many as probes */
-      .out_dir = NULL,
-      .figures = ALL_FIGURES,
-      .estimates = false,
+  options o = {0};
+  unsigned only[N_FIGURES];
+  size_t n_only;
+  bk_cli_opt opts[] = {
+      BK_CLI_U64("seed", &o.seed, DEFAULT_SEED, 0, UINT64_MAX, "N",
+                 "run seed, printed as '# seed N'"),
+      BK_CLI_STRING("out", &o.out_dir, NULL, "a directory", "DIR",
+                    "write DIR/fig6_1.csv ... fig6_6.csv (and "
+                    "fig6_6_trace.csv) instead of everything to stdout, where "
+                    "each is preceded by '# fig6_X: description'",
+                    .default_text = "stdout"),
+      BK_CLI_CHOICE_LIST("only", only, &n_only, N_FIGURES,
+                         "6.1,6.2,6.3,6.4,6.5,6.6", figure_names, "LIST",
+                         "a subset of the figures, e.g. 6.1,6.4",
+                         .default_text = "all"),
+      BK_CLI_U64("probes", &o.probes, DEFAULT_PROBES, 1, MAX_PROBES, "N",
+                 "absent probes per point of 6.1-6.3; the default is the "
+                 "thesis' count"),
+      BK_CLI_U64("series-probes", &o.series_probes, 0, 1, MAX_PROBES, "N",
+                 "fresh absent probes per 1 s sample of 6.4-6.6",
+                 .default_text = "as many as --probes"),
+      BK_CLI_FLAG("estimates", &o.estimates,
+                  "append estimate columns to 6.4, 6.5: the thesis' Eq. 4.3 "
+                  "(fpp_eq43_*) and bloomkit's shared-insert estimate "
+                  "(fpp_estimate_*)"),
   };
-  bool want_help = false;
-  int status = parse_options(argc, argv, &o, &want_help);
-  if (status) return status;
-  if (want_help) {
-    help(stdout);
-    return 0;
-  }
+  char figures_help[1024];
+  snprintf(figures_help, sizeof figures_help, FIGURES_HELP_FORMAT,
+           (double)FIG66_MIN_PERIOD_MS / SECOND_MS,
+           (double)FIG66_MAX_PERIOD_MS / SECOND_MS, FIG66_MAX_FILTERS,
+           FIG66_TARGET_FPP, (double)RATE_66_LOW, (double)RATE_66_PEAK,
+           (double)RATE_66_RAMP, (double)RATE_66_LOW, FIG66_DURATION_S);
+  const bk_cli_command cmd = {
+      .prog = PROG,
+      .description =
+          "Reproduce the FBF thesis' Fig. 6.1-6.6 in simulated time (ms).\n",
+      .epilog = figures_help,
+      .opts = opts,
+      .n_opts = sizeof opts / sizeof opts[0],
+  };
+  int status = bk_cli_parse(&cmd, argc, argv, stdout, stderr);
+  if (status != BK_CLI_CONTINUE) return status;
+  status = 0;
+  o.figures = 0;
+  for (size_t i = 0; i < n_only; i++) o.figures |= 1u << only[i];
   if (o.series_probes == 0) o.series_probes = o.probes;
   if (o.out_dir && make_out_dir(o.out_dir)) return 1;
 
@@ -878,8 +793,8 @@ int bk_cli_fbf_experiments(int argc, char **argv) {
     if (!status && (o.figures & 2u)) status = write_fig62(&o, res);
   }
   if (!status && (o.figures & 4u)) status = run_fig63(&o);
-  if (!status && (o.figures & 8u)) status = run_fig64(&o);
-  if (!status && (o.figures & 16u)) status = run_fig65(&o);
+  if (!status && (o.figures & 8u)) status = run_four_fbfs(&o, &fig64);
+  if (!status && (o.figures & 16u)) status = run_four_fbfs(&o, &fig65);
   if (!status && (o.figures & 32u)) status = run_fig66(&o);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     fprintf(stderr, PROG ": error writing standard output\n");

@@ -82,15 +82,19 @@
  * the bits). FBF_ADAPTIVE may grow to --max-filters filters (bk_idem's
  * default 4 (N + 2)) and pays for that width in memory from the start.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bloomkit/bits.h"
+#include "bloomkit/fbf.h"
 #include "bloomkit/idem.h"
 #include "bloomkit/params.h"
 #include "cli/cli.h"
+#include "cli/opts.h"
 
 #define PROG "bloomkit sim counters"
 #define DEFAULT_SEED 20150601u
@@ -119,18 +123,17 @@
 #define SWEEP_TIMEOUT_MS 2000u
 #define SWEEP_DEFAULT_VALUES "0.01,0.02,0.05,0.1,0.2"
 
-#define MAX_OPS 100000000u
+#define MAX_OPS 100000000u /* op indices are stored in 32 bits */
+#define MAX_KEYS 1000000u
+#define MAX_MS 1000000000u /* every duration option: ~11.6 days */
+#define MAX_FBF_M ((uint64_t)1 << 34)
 #define MAX_ATTEMPTS 20000000u
 #define MAX_ATTEMPTS_PER_OP 60000u
 #define MAX_DELTA 1000000
 #define MAX_SWEEP 64u
 #define N_STRATEGIES 4u
 
-/* ---- errors ----------------------------------------------------------------
- */
-
-/* Every bloomkit call goes through this: on error, name the call and the
- * status, and leave through the function's `fail` label (exit status 1). */
+_Static_assert(MAX_OPS <= UINT32_MAX, "attempt.op holds an op index");
 
 /* ---- randomness: splitmix64 ------------------------------------------------
  */
@@ -210,30 +213,20 @@ typedef struct options {
       set_strategies;
 } options;
 
+/* The names options and output use, in the order of all_strategies and
+ * of load_kind (the option parser stores indices into these). */
+static const char *const strategy_names[N_STRATEGIES + 1] = {
+    "NONE", "RBF", "FBF", "FBF_ADAPTIVE", NULL};
+static const char *const load_names[] = {"steady", "rising", "bursty", NULL};
+
 static const char *strategy_name(bk_idem_strategy s) {
-  switch (s) {
-    case BK_IDEM_NONE:
-      return "NONE";
-    case BK_IDEM_RBF:
-      return "RBF";
-    case BK_IDEM_FBF:
-      return "FBF";
-    case BK_IDEM_FBF_ADAPTIVE:
-      return "FBF_ADAPTIVE";
-  }
+  for (size_t i = 0; i < N_STRATEGIES; i++)
+    if (all_strategies[i] == s) return strategy_names[i];
   return "?";
 }
 
 static const char *load_name(load_kind k) {
-  switch (k) {
-    case LOAD_STEADY:
-      return "steady";
-    case LOAD_RISING:
-      return "rising";
-    case LOAD_BURSTY:
-      return "bursty";
-  }
-  return "?";
+  return load_names[k];
 }
 
 static void format_delay(const delay_dist *d, char *buf, size_t cap) {
@@ -475,6 +468,23 @@ typedef struct filter_shape {
   unsigned k;
 } filter_shape;
 
+/* "--fbf-m 500" or "sized for R ops/s (--size-rate / the load's peak)". */
+static void describe_sizing(const options *o, char *buf, size_t cap) {
+  if (o->fbf_m)
+    snprintf(buf, cap, "--fbf-m %llu", (unsigned long long)o->fbf_m);
+  else if (o->size_rate > 0.0)
+    snprintf(buf, cap, "sized for --size-rate %g at --target-fpp %g",
+             o->size_rate, o->target_fpp);
+  else
+    snprintf(buf, cap,
+             "sized for the load's peak rate %g ops/s (from --rate, --load) "
+             "at --target-fpp %g",
+             peak_rate(o), o->target_fpp);
+}
+
+/* The refresh period and each FBF filter's m and k: given, or what
+ * bk_idem derives from the rate (for the header and filter_bits). Sizes
+ * bloomkit cannot make are a usage error naming the options behind them. */
 static int shape_filters(const options *o, filter_shape *fs) {
   unsigned n = o->n_past;
   fs->period_ms = (o->timeout_ms + n) / (n + 1);
@@ -486,13 +496,24 @@ static int shape_filters(const options *o, filter_shape *fs) {
   }
   double rate = o->size_rate > 0.0 ? o->size_rate : peak_rate(o);
   double per = ceil(rate * (double)fs->period_ms / 1000.0);
-  fs->ops_per_period = per < 1.0 ? 1u : (uint64_t)per;
-  /* What bk_idem derives (for the header and filter_bits). */
-  TRY_BK(
-      bk_params_optimal(2 * fs->ops_per_period, o->target_fpp, &fs->m, &fs->k));
-  return 0;
-fail:
-  return 1;
+  /* A filter takes the inserts of two periods (bk_params_optimal(2 ops)). */
+  double bits = ceil(-2.0 * per * log(o->target_fpp) / (log(2.0) * log(2.0)));
+  bk_status st = BK_EINVAL;
+  if (per <= (double)(UINT64_MAX >> 2)) { /* bk_idem's bound on ops */
+    fs->ops_per_period = per < 1.0 ? 1u : (uint64_t)per;
+    st = bk_params_optimal(2 * fs->ops_per_period, o->target_fpp, &fs->m,
+                           &fs->k);
+  }
+  if (st == BK_OK) return 0;
+  char sizing[160];
+  describe_sizing(o, sizing, sizeof sizing);
+  return bk_cli_usage_error(
+      stderr, PROG,
+      "filters %s over a %llu ms refresh period (--timeout %llu / (--n-past "
+      "%u + 1)) would need %.3g bits each, more than 2^40; lower the rate "
+      "or --timeout, raise --target-fpp, or give --fbf-m and --fbf-k",
+      sizing, (unsigned long long)fs->period_ms,
+      (unsigned long long)o->timeout_ms, o->n_past, bits);
 }
 
 typedef struct sum_ctx {
@@ -517,13 +538,8 @@ fail:
   return 1;
 }
 
-static int run_strategy(const options *o, const stream *s,
-                        const filter_shape *fs, bk_idem_strategy strategy,
-                        uint32_t *applied, result *res) {
-  bk_idem *t = NULL;
-  memset(res, 0, sizeof *res);
-  res->strategy = strategy;
-  memset(applied, 0, (size_t)s->n_ops * sizeof *applied);
+static bk_idem_config idem_config(const options *o, const filter_shape *fs,
+                                  bk_idem_strategy strategy) {
   bk_idem_config cfg = {
       .strategy = strategy,
       .retry_timeout = o->timeout_ms,
@@ -539,6 +555,26 @@ static int run_strategy(const options *o, const stream *s,
       .hash_alg = BK_HASH_XXH3,
       .seed = splitmix_output(o->seed + 4 * SPLITMIX_GAMMA),
   };
+  return cfg;
+}
+
+/* Filters of m bits a strategy keeps: N + 2 (the RBF's one filter has the
+ * same bits), FBF_ADAPTIVE its ceiling; 0 for NONE. */
+static unsigned filter_width(const options *o, bk_idem_strategy strategy) {
+  if (strategy == BK_IDEM_NONE) return 0;
+  if (strategy != BK_IDEM_FBF_ADAPTIVE) return o->n_past + 2;
+  unsigned width = o->max_filters ? o->max_filters : 4 * (o->n_past + 2);
+  return width > BK_FBF_MAX_FILTERS ? BK_FBF_MAX_FILTERS : width;
+}
+
+static int run_strategy(const options *o, const stream *s,
+                        const filter_shape *fs, bk_idem_strategy strategy,
+                        uint32_t *applied, result *res) {
+  bk_idem *t = NULL;
+  memset(res, 0, sizeof *res);
+  res->strategy = strategy;
+  memset(applied, 0, (size_t)s->n_ops * sizeof *applied);
+  bk_idem_config cfg = idem_config(o, fs, strategy);
   TRY_BK(bk_idem_create(&t, &cfg));
   double fpp_max = 0.0;
   uint64_t now = 0;
@@ -603,12 +639,7 @@ static int run_strategy(const options *o, const stream *s,
   res->filter_bytes = info.filter_memory;
   res->fpp_end = info.fpp;
   res->fpp_max = fpp_max;
-  unsigned width = o->n_past + 2;
-  if (strategy == BK_IDEM_FBF_ADAPTIVE) {
-    width = o->max_filters ? o->max_filters : 4 * (o->n_past + 2);
-    if (width > 64) width = 64;
-  }
-  res->filter_bits = strategy == BK_IDEM_NONE ? 0 : (uint64_t)width * fs->m;
+  res->filter_bits = (uint64_t)filter_width(o, strategy) * fs->m;
   res->target = strategy == BK_IDEM_NONE ? 0.0 : o->target_fpp;
   bk_idem_destroy(t);
   return 0;
@@ -711,9 +742,8 @@ static void print_csv_row(const result *r, uint64_t n_ops) {
 /* ---- runs
  * -------------------------------------------------------------------- */
 
-static int run_once(const options *o) {
-  filter_shape fs;
-  if (shape_filters(o, &fs)) return 1;
+static int run_once(const options *o, const filter_shape *shape) {
+  const filter_shape fs = *shape;
   stream s;
   if (make_stream(o, &s)) return 1;
   int status = 1;
@@ -740,10 +770,9 @@ done:
   return status;
 }
 
-static int run_sweep(const options *base) {
+static int run_sweep(const options *base, const filter_shape *shape) {
   options o = *base;
-  filter_shape fs;
-  if (shape_filters(&o, &fs)) return 1;
+  const filter_shape fs = *shape;
   char delay[96];
   format_delay(&o.delay, delay, sizeof delay);
   printf("# " PROG
@@ -795,107 +824,9 @@ static int run_sweep(const options *base) {
 /* ---- command line ----------------------------------------------------------
  */
 
-static void help(FILE *out) {
-  fprintf(
-      out,
-      "usage: bloomkit sim counters [options]\n"
-      "\n"
-      "Idempotent counters under client retries (FBF thesis Sec. 6.4,\n"
-      "Fig. 6.7 and 6.9), in simulated time (ms). One stream of delivered\n"
-      "attempts (first deliveries and retries after lost acks) is generated\n"
-      "and replayed into a bk_idem table per strategy; a table per strategy\n"
-      "(or CSV) reports the expected and final sums, error %%, duplicates\n"
-      "dismissed, genuine updates dismissed by false positives, retries\n"
-      "applied again, filter memory and the fpp estimate.\n"
-      "\n"
-      "workload:\n"
-      "  --ops N              original increments (default %u)\n"
-      "  --clients N          clients issuing them (default %u)\n"
-      "  --keys N             counters c0..c{N-1} (default %u)\n"
-      "  --delta D            increment of every op (default 1)\n"
-      "  --rate R             base rate in ops/s (default %g)\n"
-      "  --load SHAPE         steady | rising | bursty (default steady):\n"
-      "                       steady: R; rising: linear from R to F*R over\n"
-      "                       the run; bursty: B*R during the last --burst-ms\n"
-      "                       of every --burst-every ms, else R\n"
-      "  --rise-factor F      (default %g)\n"
-      "  --burst-factor B     (default %g)\n"
-      "  --burst-ms MS        (default %u)\n"
-      "  --burst-every MS     (default %u)\n"
-      "  --ack-loss P         share of acks lost, each one retried (default\n"
-      "                       %g); a retry's ack may be lost again\n"
-      "  --retry-delay D      fixed:MS | uniform:LO:HI | exp:MEAN, from the\n"
-      "                       attempt whose ack was lost (default\n"
-      "                       uniform:200:1000)\n"
-      "  --timeout MS         clients send no retry later than MS after the\n"
-      "                       first send; also the filters' window (default\n"
-      "                       %u)\n"
-      "\n"
-      "filters (bk_idem; t = ceil(timeout / (N + 1))):\n"
-      "  --strategies LIST    of NONE,RBF,FBF,FBF_ADAPTIVE (default all)\n"
-      "  --n-past N           past filters (default %u)\n"
-      "  --target-fpp P       sizing target and RBF / FBF_ADAPTIVE threshold\n"
-      "                       (default %g)\n"
-      "  --size-rate R        size filters for R ops/s (default: the load's\n"
-      "                       peak rate)\n"
-      "  --fbf-m BITS         bits per FBF filter (with --fbf-k), instead of\n"
-      "                       sizing; the RBF gets (N + 2) * BITS\n"
-      "  --fbf-k K            hash functions (with --fbf-m)\n"
-      "  --max-filters W      FBF_ADAPTIVE ceiling (default 4 (N + 2))\n"
-      "\n"
-      "output:\n"
-      "  --csv                CSV, one row per strategy\n"
-      "  --sample-ms MS       fpp sampling interval (default %u)\n"
-      "  --seed N             run seed (default %u)\n"
-      "  --sweep-retry LIST   Fig. 6.9: one CSV row per (ack-loss value,\n"
-      "                       strategy), e.g. %s. Unless given,\n"
-      "                       the sweep uses --fbf-m %u --fbf-k %u --n-past "
-      "%u\n"
-      "                       --target-fpp %g --rate %g --ops %u --timeout %u\n"
-      "                       --strategies RBF,FBF\n"
-      "                       (always CSV)\n"
-      "  -h, --help           this text\n"
-      "\n"
-      "columns: expected = ops * delta; final = sum of the counters;\n"
-      "error%% = (final - expected) / expected; dups_dism = retries\n"
-      "dismissed; fp_dism = attempts dismissed before their op was ever\n"
-      "applied (false positives; fp_first: of them, first deliveries);\n"
-      "ops_lost = ops never applied; retr_appl = attempts applied again\n"
-      "(over-count); fp_per_op = fp_dism / ops; filter_bytes =\n"
-      "bk_idem_info filter_memory; fpp_end = bk_idem_info fpp at the end,\n"
-      "fpp_max = its largest sample; target = the fpp target in force;\n"
-      "bits = filter bits (lane width * m for the FBFs, (N + 2) m RBF)\n",
-      DEFAULT_OPS, DEFAULT_CLIENTS, DEFAULT_KEYS, DEFAULT_RATE, DEFAULT_RISE,
-      DEFAULT_BURST_FACTOR, DEFAULT_BURST_MS, DEFAULT_BURST_EVERY_MS,
-      DEFAULT_ACK_LOSS, DEFAULT_TIMEOUT_MS, DEFAULT_N_PAST, DEFAULT_TARGET_FPP,
-      DEFAULT_SAMPLE_MS, DEFAULT_SEED, SWEEP_DEFAULT_VALUES, SWEEP_M_BITS,
-      SWEEP_K, SWEEP_N_PAST, SWEEP_TARGET_FPP, SWEEP_RATE, SWEEP_OPS,
-      SWEEP_TIMEOUT_MS);
-}
-
-static int usage_error(const char *fmt, const char *arg) {
-  fprintf(stderr, PROG ": ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\ntry '" PROG " --help'\n");
-  return 2;
-}
-
-/* A decimal u64: digits only, no sign, no overflow. */
-static bool parse_u64(const char *text, uint64_t *out) {
-  if (!text || !text[0]) return false;
-  for (const char *p = text; *p; p++)
-    if (*p < '0' || *p > '9') return false;
-  errno = 0;
-  char *end;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (errno || *end) return false;
-  *out = (uint64_t)v;
-  return true;
-}
-
-/* A finite double, the whole text. */
+/* A finite double, the whole text (for --retry-delay's fields). */
 static bool parse_double(const char *text, double *out) {
-  if (!text || !text[0]) return false;
+  if (!text[0] || isspace((unsigned char)text[0])) return false;
   errno = 0;
   char *end;
   double v = strtod(text, &end);
@@ -904,19 +835,9 @@ static bool parse_double(const char *text, double *out) {
   return true;
 }
 
-static bool parse_i64(const char *text, int64_t *out) {
-  if (!text || !text[0]) return false;
-  bool neg = text[0] == '-';
-  const char *digits = (text[0] == '-' || text[0] == '+') ? text + 1 : text;
-  uint64_t v;
-  if (!parse_u64(digits, &v) || v > (uint64_t)INT64_MAX) return false;
-  *out = neg ? -(int64_t)v : (int64_t)v;
-  return true;
-}
-
-/* Up to three ':'-separated numbers after "name:". */
-static bool parse_delay(const char *text, delay_dist *d) {
-  if (!text) return false;
+/* --retry-delay: up to three ':'-separated numbers after "name:". */
+static bool parse_delay(const char *text, void *dest) {
+  delay_dist *d = dest;
   char buf[128];
   if (strlen(text) >= sizeof buf) return false;
   strcpy(buf, text);
@@ -945,264 +866,189 @@ static bool parse_delay(const char *text, delay_dist *d) {
   return false;
 }
 
-static bool parse_strategy(const char *text, size_t len,
-                           bk_idem_strategy *out) {
-  for (size_t i = 0; i < N_STRATEGIES; i++) {
-    const char *name = strategy_name(all_strategies[i]);
-    if (strlen(name) == len && strncmp(text, name, len) == 0) {
-      *out = all_strategies[i];
-      return true;
-    }
-  }
-  return false;
-}
-
-static bool parse_strategies(const char *text, options *o) {
-  if (!text || !text[0]) return false;
-  o->n_strategies = 0;
-  const char *p = text;
-  for (;;) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    bk_idem_strategy s;
-    if (!parse_strategy(p, len, &s)) return false;
-    for (size_t i = 0; i < o->n_strategies; i++)
-      if (o->strategies[i] == s) return false; /* listed twice */
-    o->strategies[o->n_strategies++] = s;
-    if (!comma) break;
-    p = comma + 1;
-  }
-  return true;
-}
-
-static bool parse_sweep(const char *text, options *o) {
-  if (!text || !text[0]) return false;
-  char buf[1024];
-  if (strlen(text) >= sizeof buf) return false;
-  strcpy(buf, text);
-  o->n_sweep = 0;
-  for (char *p = buf;;) {
-    char *comma = strchr(p, ',');
-    if (comma) *comma = '\0';
-    double v;
-    if (o->n_sweep == MAX_SWEEP || !parse_double(p, &v) || v < 0.0 || v > 1.0)
-      return false;
-    o->sweep_values[o->n_sweep++] = v;
-    if (!comma) break;
-    p = comma + 1;
-  }
-  return true;
-}
-
-/* Match `--name value` or `--name=value`; *value is NULL when the option
- * is `name` but its value is missing. */
-static bool match_option(int argc, char **argv, int *i, const char *name,
-                         const char **value) {
-  const char *arg = argv[*i];
-  size_t len = strlen(name);
-  if (strncmp(arg, name, len) != 0) return false;
-  if (arg[len] == '=') {
-    *value = arg + len + 1;
-    return true;
-  }
-  if (arg[len] != '\0') return false;
-  *value = *i + 1 < argc ? argv[++*i] : NULL;
-  return true;
-}
-
-#define VAL(v) ((v) ? (v) : "")
-
-static int parse_options(int argc, char **argv, options *o, bool *want_help) {
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i], *v;
-    uint64_t u;
-    double d;
-    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-      *want_help = true;
-      return 0;
-    }
-    if (strcmp(arg, "--csv") == 0) {
-      o->csv = true;
-      continue;
-    }
-    if (match_option(argc, argv, &i, "--seed", &v)) {
-      if (!parse_u64(v, &o->seed))
-        return usage_error("--seed needs an unsigned integer, got '%s'",
-                           VAL(v));
-    } else if (match_option(argc, argv, &i, "--ops", &v)) {
-      if (!parse_u64(v, &o->ops) || o->ops == 0 || o->ops > MAX_OPS)
-        return usage_error("--ops needs an integer in 1..100000000, got '%s'",
-                           VAL(v));
-      o->set_ops = true;
-    } else if (match_option(argc, argv, &i, "--clients", &v)) {
-      if (!parse_u64(v, &o->clients) || o->clients == 0 || o->clients > MAX_OPS)
-        return usage_error(
-            "--clients needs an integer in 1..100000000, got '%s'", VAL(v));
-    } else if (match_option(argc, argv, &i, "--keys", &v)) {
-      if (!parse_u64(v, &o->keys) || o->keys == 0 || o->keys > 1000000)
-        return usage_error("--keys needs an integer in 1..1000000, got '%s'",
-                           VAL(v));
-    } else if (match_option(argc, argv, &i, "--delta", &v)) {
-      if (!parse_i64(v, &o->delta) || o->delta == 0 || o->delta > MAX_DELTA ||
-          o->delta < -MAX_DELTA)
-        return usage_error(
-            "--delta needs a nonzero integer within +-1000000, got '%s'",
-            VAL(v));
-    } else if (match_option(argc, argv, &i, "--rate", &v)) {
-      if (!parse_double(v, &o->rate) || !(o->rate >= 0.001) || o->rate > 1e9)
-        return usage_error("--rate needs ops/s in [0.001, 1e9], got '%s'",
-                           VAL(v));
-      o->set_rate = true;
-    } else if (match_option(argc, argv, &i, "--load", &v)) {
-      if (v && strcmp(v, "steady") == 0)
-        o->load = LOAD_STEADY;
-      else if (v && strcmp(v, "rising") == 0)
-        o->load = LOAD_RISING;
-      else if (v && strcmp(v, "bursty") == 0)
-        o->load = LOAD_BURSTY;
-      else
-        return usage_error("--load needs steady, rising or bursty, got '%s'",
-                           VAL(v));
-    } else if (match_option(argc, argv, &i, "--rise-factor", &v)) {
-      if (!parse_double(v, &o->rise_factor) || !(o->rise_factor > 0.0) ||
-          o->rise_factor > 1e6)
-        return usage_error("--rise-factor needs a number in (0, 1e6], got '%s'",
-                           VAL(v));
-    } else if (match_option(argc, argv, &i, "--burst-factor", &v)) {
-      if (!parse_double(v, &o->burst_factor) || !(o->burst_factor >= 1.0) ||
-          o->burst_factor > 1e6)
-        return usage_error(
-            "--burst-factor needs a number in [1, 1e6], got '%s'", VAL(v));
-    } else if (match_option(argc, argv, &i, "--burst-ms", &v)) {
-      if (!parse_u64(v, &o->burst_ms) || o->burst_ms == 0)
-        return usage_error("--burst-ms needs a positive integer, got '%s'",
-                           VAL(v));
-    } else if (match_option(argc, argv, &i, "--burst-every", &v)) {
-      if (!parse_u64(v, &o->burst_every_ms) || o->burst_every_ms == 0 ||
-          o->burst_every_ms > 1000000000u)
-        return usage_error("--burst-every needs a positive integer, got '%s'",
-                           VAL(v));
-    } else if (match_option(argc, argv, &i, "--ack-loss", &v)) {
-      if (!parse_double(v, &o->ack_loss) || o->ack_loss < 0.0 ||
-          o->ack_loss > 1.0)
-        return usage_error("--ack-loss needs a number in [0, 1], got '%s'",
-                           VAL(v));
-    } else if (match_option(argc, argv, &i, "--retry-delay", &v)) {
-      if (!parse_delay(v, &o->delay))
-        return usage_error(
-            "--retry-delay needs fixed:MS, uniform:LO:HI or exp:MEAN (MS, "
-            "MEAN >= 1; 0 <= LO <= HI, HI >= 1), got '%s'",
-            VAL(v));
-    } else if (match_option(argc, argv, &i, "--timeout", &v)) {
-      if (!parse_u64(v, &o->timeout_ms) || o->timeout_ms == 0 ||
-          o->timeout_ms > 1000000000u)
-        return usage_error("--timeout needs a positive integer (ms), got '%s'",
-                           VAL(v));
-      o->set_timeout = true;
-    } else if (match_option(argc, argv, &i, "--fbf-m", &v)) {
-      if (!parse_u64(v, &o->fbf_m) || o->fbf_m < 8 ||
-          o->fbf_m > ((uint64_t)1 << 34))
-        return usage_error("--fbf-m needs bits in 8..2^34, got '%s'", VAL(v));
-      o->set_fbf = true;
-    } else if (match_option(argc, argv, &i, "--fbf-k", &v)) {
-      if (!parse_u64(v, &u) || u == 0 || u > BK_K_MAX)
-        return usage_error("--fbf-k needs an integer in 1..64, got '%s'",
-                           VAL(v));
-      o->fbf_k = (unsigned)u;
-    } else if (match_option(argc, argv, &i, "--n-past", &v)) {
-      if (!parse_u64(v, &u) || u == 0 || u > 62)
-        return usage_error("--n-past needs an integer in 1..62, got '%s'",
-                           VAL(v));
-      o->n_past = (unsigned)u;
-      o->set_n_past = true;
-    } else if (match_option(argc, argv, &i, "--target-fpp", &v)) {
-      if (!parse_double(v, &o->target_fpp) || !(o->target_fpp > 0.0) ||
-          !(o->target_fpp < 1.0))
-        return usage_error("--target-fpp needs a number in (0, 1), got '%s'",
-                           VAL(v));
-      o->set_target = true;
-    } else if (match_option(argc, argv, &i, "--size-rate", &v)) {
-      if (!parse_double(v, &d) || !(d >= 0.001) || d > 1e9)
-        return usage_error("--size-rate needs ops/s in [0.001, 1e9], got '%s'",
-                           VAL(v));
-      o->size_rate = d;
-    } else if (match_option(argc, argv, &i, "--max-filters", &v)) {
-      if (!parse_u64(v, &u) || u < 3 || u > 64)
-        return usage_error("--max-filters needs an integer in 3..64, got '%s'",
-                           VAL(v));
-      o->max_filters = (unsigned)u;
-    } else if (match_option(argc, argv, &i, "--sample-ms", &v)) {
-      if (!parse_u64(v, &o->sample_ms) || o->sample_ms == 0)
-        return usage_error("--sample-ms needs a positive integer, got '%s'",
-                           VAL(v));
-    } else if (match_option(argc, argv, &i, "--strategies", &v)) {
-      if (!parse_strategies(v, o))
-        return usage_error(
-            "--strategies needs a list of distinct NONE, RBF, FBF, "
-            "FBF_ADAPTIVE, got '%s'",
-            VAL(v));
-      o->set_strategies = true;
-    } else if (match_option(argc, argv, &i, "--sweep-retry", &v)) {
-      if (!parse_sweep(v, o))
-        return usage_error(
-            "--sweep-retry needs a list of ack-loss values in [0, 1], such as "
-            "0.01,0.05,0.1, got '%s'",
-            VAL(v));
-      o->sweep = true;
-    } else if (arg[0] == '-') {
-      return usage_error("unknown option '%s'", arg);
-    } else {
-      return usage_error("unexpected argument '%s'", arg);
-    }
-  }
-  return 0;
-}
-
-/* Cross-option checks, after the sweep defaults are in. */
-static int check_options(options *o) {
+/* What the option table can't check: combinations of options. */
+static int check_options(const options *o) {
+  if (o->delta == 0)
+    return bk_cli_usage_error(stderr, PROG,
+                              "--delta: '0' is not allowed; expected a "
+                              "nonzero integer from %d to %d",
+                              -MAX_DELTA, MAX_DELTA);
   if ((o->fbf_m != 0) != (o->fbf_k != 0))
-    return usage_error("--fbf-m and --fbf-k go together%s", "");
+    return bk_cli_usage_error(stderr, PROG,
+                              "--fbf-m and --fbf-k go together (only %s was "
+                              "given)",
+                              o->fbf_m ? "--fbf-m" : "--fbf-k");
   if (o->load == LOAD_BURSTY && o->burst_ms > o->burst_every_ms)
-    return usage_error("--burst-ms must not exceed --burst-every%s", "");
+    return bk_cli_usage_error(
+        stderr, PROG, "--burst-ms %llu exceeds --burst-every %llu",
+        (unsigned long long)o->burst_ms, (unsigned long long)o->burst_every_ms);
   if (o->max_filters && o->max_filters < o->n_past + 2)
-    return usage_error("--max-filters must be at least --n-past + 2%s", "");
-  if (o->fbf_m && o->fbf_m * (o->n_past + 2) > ((uint64_t)1 << 40))
-    return usage_error("--fbf-m times (--n-past + 2) exceeds 2^40 bits%s", "");
-  if (o->ops > UINT32_MAX) return usage_error("--ops is too large%s", "");
+    return bk_cli_usage_error(stderr, PROG,
+                              "--max-filters %u is below --n-past %u + 2",
+                              o->max_filters, o->n_past);
+  if (o->fbf_m && o->fbf_m * (o->n_past + 2) > BK_BITS_MAX)
+    return bk_cli_usage_error(
+        stderr, PROG,
+        "--fbf-m %llu times (--n-past %u + 2) is %llu bits, more than 2^40",
+        (unsigned long long)o->fbf_m, o->n_past,
+        (unsigned long long)(o->fbf_m * (o->n_past + 2)));
   return 0;
 }
+
+/* Create (and drop) each strategy's table once, so that options bloomkit
+ * refuses are reported as such, naming them, before the stream is built. */
+static int check_tables(const options *o, const filter_shape *fs) {
+  for (size_t i = 0; i < o->n_strategies; i++) {
+    bk_idem_config cfg = idem_config(o, fs, o->strategies[i]);
+    bk_idem *t = NULL;
+    bk_status st = bk_idem_create(&t, &cfg);
+    bk_idem_destroy(t);
+    if (st == BK_OK) continue;
+    char sizing[160];
+    describe_sizing(o, sizing, sizeof sizing);
+    unsigned width = filter_width(o, o->strategies[i]);
+    if (st == BK_ENOMEM) {
+      fprintf(stderr,
+              PROG
+              ": out of memory creating the %s filters: %u x %llu bits "
+              "(m %s)\n",
+              strategy_name(o->strategies[i]), width, (unsigned long long)fs->m,
+              sizing);
+      return 1;
+    }
+    return bk_cli_usage_error(
+        stderr, PROG,
+        "the %s filters, %u x %llu bits (m %s; --n-past %u, --timeout %llu), "
+        "are not possible (%s); use smaller filters",
+        strategy_name(o->strategies[i]), width, (unsigned long long)fs->m,
+        sizing, o->n_past, (unsigned long long)o->timeout_ms, bk_strerror(st));
+  }
+  return 0;
+}
+
+#define RETRY_DELAY_ALLOWED                                             \
+  "fixed:MS, uniform:LO:HI or exp:MEAN with MS, MEAN >= 1 and 0 <= LO " \
+  "<= HI, HI >= 1"
+
+#define SIM_DESCRIPTION                                                    \
+  "Idempotent counters under client retries (FBF thesis Sec. 6.4,\n"       \
+  "Fig. 6.7 and 6.9), in simulated time (ms). One stream of delivered\n"   \
+  "attempts (first deliveries and retries after lost acks) is generated\n" \
+  "and replayed into a bk_idem table per strategy; a table per strategy\n" \
+  "(or CSV) reports the expected and final sums, error %, duplicates\n"    \
+  "dismissed, genuine updates dismissed by false positives, retries\n"     \
+  "applied again, filter memory and the fpp estimate.\n"
+
+/* Its %-fields are filled from the SWEEP_* defaults. */
+#define SIM_EPILOG_FORMAT                                                   \
+  "--sweep-retry uses, unless given: --fbf-m %u --fbf-k %u --n-past %u\n"   \
+  "--target-fpp %g --rate %g --ops %u --timeout %u --strategies RBF,FBF;\n" \
+  "its output is always CSV.\n"                                             \
+  "\n"                                                                      \
+  "columns: expected = ops * delta; final = sum of the counters;\n"         \
+  "error%% = (final - expected) / expected; dups_dism = retries\n"          \
+  "dismissed; fp_dism = attempts dismissed before their op was ever\n"      \
+  "applied (false positives; fp_first: of them, first deliveries);\n"       \
+  "ops_lost = ops never applied; retr_appl = attempts applied again\n"      \
+  "(over-count); fp_per_op = fp_dism / ops; filter_bytes =\n"               \
+  "bk_idem_info filter_memory; fpp_end = bk_idem_info fpp at the end,\n"    \
+  "fpp_max = its largest sample; target = the fpp target in force;\n"       \
+  "bits = filter bits (lane width * m for the FBFs, (N + 2) m RBF)\n"
 
 static int sim_counters(int argc, char **argv) {
-  options o = {
-      .seed = DEFAULT_SEED,
-      .ops = DEFAULT_OPS,
-      .clients = DEFAULT_CLIENTS,
-      .keys = DEFAULT_KEYS,
-      .delta = 1,
-      .rate = DEFAULT_RATE,
-      .load = LOAD_STEADY,
-      .rise_factor = DEFAULT_RISE,
-      .burst_factor = DEFAULT_BURST_FACTOR,
-      .burst_ms = DEFAULT_BURST_MS,
-      .burst_every_ms = DEFAULT_BURST_EVERY_MS,
-      .ack_loss = DEFAULT_ACK_LOSS,
-      .delay = {DELAY_UNIFORM, 200.0, 1000.0},
-      .timeout_ms = DEFAULT_TIMEOUT_MS,
-      .n_past = DEFAULT_N_PAST,
-      .target_fpp = DEFAULT_TARGET_FPP,
-      .sample_ms = DEFAULT_SAMPLE_MS,
-      .n_strategies = N_STRATEGIES,
+  options o = {0};
+  unsigned load, strategies[N_STRATEGIES];
+  bool set_fbf_k;
+  bk_cli_opt opts[] = {
+      BK_CLI_U64("ops", &o.ops, DEFAULT_OPS, 1, MAX_OPS, "N",
+                 "original increments", .section = "workload",
+                 .given = &o.set_ops),
+      BK_CLI_U64("clients", &o.clients, DEFAULT_CLIENTS, 1, MAX_OPS, "N",
+                 "clients issuing them"),
+      BK_CLI_U64("keys", &o.keys, DEFAULT_KEYS, 1, MAX_KEYS, "N",
+                 "counters c0..c{N-1}"),
+      BK_CLI_I64("delta", &o.delta, 1, -MAX_DELTA, MAX_DELTA, "D",
+                 "increment of every op, not 0"),
+      BK_CLI_DOUBLE("rate", &o.rate, DEFAULT_RATE, 0.001, 1e9, "R",
+                    "base rate in ops/s", .given = &o.set_rate),
+      BK_CLI_CHOICE("load", &load, "steady", load_names, "SHAPE",
+                    "steady: R; rising: linear from R to F*R over the run; "
+                    "bursty: B*R during the last --burst-ms of every "
+                    "--burst-every ms, else R"),
+      BK_CLI_DOUBLE("rise-factor", &o.rise_factor, DEFAULT_RISE, 0.0, 1e6, "F",
+                    "the rising load's final rate, in R",
+                    .d_open = BK_CLI_OPEN_MIN),
+      BK_CLI_DOUBLE("burst-factor", &o.burst_factor, DEFAULT_BURST_FACTOR, 1.0,
+                    1e6, "B", "the bursty load's rate in a burst, in R"),
+      BK_CLI_U64("burst-ms", &o.burst_ms, DEFAULT_BURST_MS, 1, MAX_MS, "MS",
+                 "length of a burst"),
+      BK_CLI_U64("burst-every", &o.burst_every_ms, DEFAULT_BURST_EVERY_MS, 1,
+                 MAX_MS, "MS", "the bursts' cycle"),
+      BK_CLI_DOUBLE("ack-loss", &o.ack_loss, DEFAULT_ACK_LOSS, 0.0, 1.0, "P",
+                    "share of acks lost, each one retried; a retry's ack may "
+                    "be lost again"),
+      BK_CLI_CUSTOM("retry-delay", &o.delay, "uniform:200:1000", parse_delay,
+                    RETRY_DELAY_ALLOWED, "D",
+                    "delay of a retry (ms), from the attempt whose ack was "
+                    "lost"),
+      BK_CLI_U64("timeout", &o.timeout_ms, DEFAULT_TIMEOUT_MS, 1, MAX_MS, "MS",
+                 "clients send no retry later than MS after the first send; "
+                 "also the filters' window",
+                 .given = &o.set_timeout),
+      BK_CLI_CHOICE_LIST(
+          "strategies", strategies, &o.n_strategies, N_STRATEGIES,
+          "NONE,RBF,FBF,FBF_ADAPTIVE", strategy_names, "LIST",
+          "the strategies to run",
+          .section = "filters (bk_idem; t = ceil(timeout / (N + 1)))",
+          .given = &o.set_strategies),
+      BK_CLI_UNSIGNED("n-past", &o.n_past, DEFAULT_N_PAST, 1, 62, "N",
+                      "past filters", .given = &o.set_n_past),
+      BK_CLI_DOUBLE("target-fpp", &o.target_fpp, DEFAULT_TARGET_FPP, 0.0, 1.0,
+                    "P", "sizing target and RBF / FBF_ADAPTIVE threshold",
+                    .d_open = BK_CLI_OPEN_MIN | BK_CLI_OPEN_MAX,
+                    .given = &o.set_target),
+      BK_CLI_DOUBLE("size-rate", &o.size_rate, 0.0, 0.001, 1e9, "R",
+                    "size the filters for R ops/s",
+                    .default_text = "the load's peak rate"),
+      BK_CLI_U64("fbf-m", &o.fbf_m, 0, 8, MAX_FBF_M, "BITS",
+                 "bits per FBF filter (with --fbf-k) instead of sizing; the "
+                 "RBF gets (N + 2) * BITS",
+                 .default_text = "sized", .given = &o.set_fbf),
+      BK_CLI_UNSIGNED("fbf-k", &o.fbf_k, 0, 1, BK_K_MAX, "K",
+                      "hash functions, with --fbf-m", .default_text = "sized",
+                      .given = &set_fbf_k),
+      BK_CLI_UNSIGNED("max-filters", &o.max_filters, 0, 3, BK_FBF_MAX_FILTERS,
+                      "W", "FBF_ADAPTIVE ceiling",
+                      .default_text = "4 (N + 2), at most 64"),
+      BK_CLI_FLAG("csv", &o.csv, "CSV, one row per strategy",
+                  .section = "output"),
+      BK_CLI_U64("sample-ms", &o.sample_ms, DEFAULT_SAMPLE_MS, 1, MAX_MS, "MS",
+                 "fpp sampling interval"),
+      BK_CLI_U64("seed", &o.seed, DEFAULT_SEED, 0, UINT64_MAX, "N", "run seed"),
+      BK_CLI_DOUBLE_LIST("sweep-retry", o.sweep_values, &o.n_sweep, MAX_SWEEP,
+                         NULL, 0.0, 1.0, "LIST",
+                         "Fig. 6.9: one CSV row per (ack-loss value, "
+                         "strategy), e.g. " SWEEP_DEFAULT_VALUES,
+                         .default_text = "off", .given = &o.sweep),
   };
-  memcpy(o.strategies, all_strategies, sizeof all_strategies);
-  bool want_help = false;
-  int status = parse_options(argc, argv, &o, &want_help);
-  if (status) return status;
-  if (want_help) {
-    help(stdout);
-    return 0;
-  }
+  char epilog[2048];
+  snprintf(epilog, sizeof epilog, SIM_EPILOG_FORMAT, SWEEP_M_BITS, SWEEP_K,
+           SWEEP_N_PAST, SWEEP_TARGET_FPP, SWEEP_RATE, SWEEP_OPS,
+           SWEEP_TIMEOUT_MS);
+  const bk_cli_command cmd = {
+      .prog = PROG,
+      .description = SIM_DESCRIPTION,
+      .epilog = epilog,
+      .opts = opts,
+      .n_opts = sizeof opts / sizeof opts[0],
+  };
+  int status = bk_cli_parse(&cmd, argc, argv, stdout, stderr);
+  if (status != BK_CLI_CONTINUE) return status;
+  o.load = (load_kind)load;
+  for (size_t i = 0; i < o.n_strategies; i++)
+    o.strategies[i] = all_strategies[strategies[i]];
   if (o.sweep) {
-    if (!o.set_fbf && !o.fbf_k) {
+    if (!o.set_fbf && !set_fbf_k) {
       o.fbf_m = SWEEP_M_BITS;
       o.fbf_k = SWEEP_K;
     }
@@ -1217,9 +1063,11 @@ static int sim_counters(int argc, char **argv) {
       o.n_strategies = 2;
     }
   }
-  status = check_options(&o);
-  if (status) return status;
-  status = o.sweep ? run_sweep(&o) : run_once(&o);
+  filter_shape fs;
+  if ((status = check_options(&o)) || (status = shape_filters(&o, &fs)) ||
+      (status = check_tables(&o, &fs)))
+    return status;
+  status = o.sweep ? run_sweep(&o, &fs) : run_once(&o, &fs);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     fprintf(stderr, PROG ": error writing standard output\n");
     status = 1;
@@ -1227,49 +1075,21 @@ static int sim_counters(int argc, char **argv) {
   return status;
 }
 
-/* ---- `bloomkit sim`
- * ---------------------------------------------------------- */
+/* ---- `bloomkit sim` ------------------------------------------------------ */
 
-typedef struct simulation {
-  const char *name;
-  const char *summary;
-  int (*run)(int argc, char **argv);
-} simulation;
-
-static const simulation simulations[] = {
+static const bk_cli_subcommand simulations[] = {
     {"counters",
      "idempotent counters under client retries: NONE / RBF / FBF / "
      "FBF_ADAPTIVE (thesis Fig. 6.7, 6.9)",
      sim_counters},
 };
 
-#define N_SIMULATIONS (sizeof simulations / sizeof simulations[0])
-
-static void sim_usage(FILE *out) {
-  fprintf(out,
-          "usage: bloomkit sim <simulation> [options]\n"
-          "       bloomkit sim <simulation> --help\n"
-          "\n"
-          "simulations:\n");
-  for (size_t i = 0; i < N_SIMULATIONS; i++)
-    fprintf(out, "  %-12s %s\n", simulations[i].name, simulations[i].summary);
-}
-
 int bk_cli_sim(int argc, char **argv) {
-  if (argc < 2) {
-    sim_usage(stderr);
-    return 2;
-  }
-  const char *name = argv[1];
-  if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 ||
-      strcmp(name, "help") == 0) {
-    sim_usage(stdout);
-    return 0;
-  }
-  for (size_t i = 0; i < N_SIMULATIONS; i++)
-    if (strcmp(name, simulations[i].name) == 0)
-      return simulations[i].run(argc - 1, argv + 1);
-  fprintf(stderr, "bloomkit sim: unknown simulation '%s'\n\n", name);
-  sim_usage(stderr);
-  return 2;
+  const bk_cli_dispatcher sim = {
+      .prog = "bloomkit sim",
+      .noun = "simulation",
+      .subs = simulations,
+      .n_subs = sizeof simulations / sizeof simulations[0],
+  };
+  return bk_cli_dispatch(&sim, argc, argv);
 }
