@@ -4,7 +4,7 @@
 # programs and the install/consumer check through ctest, then a short run of
 # each libFuzzer target when clang is present.
 # Usage: scripts/test.sh            (from anywhere inside the checkout)
-# Env:   BK_BUILD_DIR (default build-test), BK_FUZZ_SECONDS (default 15, 0 = skip)
+# Env:   BK_BUILD_DIR (default build-test), BK_FUZZ_SECONDS (default 10, 0 = skip)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

@@ -13,9 +13,10 @@
  * every filter sits in one W-bit lane, so a membership check is k lane loads
  * whatever N is, and the optimized check of Algorithm 2 (future alone, each
  * consecutive pair, oldest past alone; as corrected in docs/design.md) is a few
- * bit operations on the AND of the k lanes. Memory is W m / 8 bytes plus a
- * small constant, W = the most filters the FBF may ever hold (N + 2 unless
- * adaptive resizing may grow it).
+ * bit operations on the AND of the k lanes. Memory is about W m / 8 bytes
+ * (stride m / 8 exactly: the stride is W, or 64 when W > 57) plus one chunk
+ * epoch word per 512 lanes and 4 KiB of key locks, W = the most filters the
+ * FBF may ever hold (N + 2 unless adaptive resizing may grow it).
  *
  * Time is an argument: bk_fbf_advance(f, now) performs the refreshes (and,
  * when adaptive, the Algorithm 3 resizing ticks) due by `now`, a u64 in the
@@ -249,7 +250,8 @@ BK_API bk_status bk_fbf_serialized_size(const bk_fbf *f, size_t *out);
 
 /**
  * Save the whole state (filters, counts, clock, N, t, resizing settings) in
- * the common serialized form. Must not run concurrently with advance.
+ * the common serialized form. Safe concurrently with every other call (it
+ * holds the FBF's mutex; inserts in flight are counted with their bits).
  * Errors: BK_EINVAL (NULL, cap too small).
  */
 BK_API bk_status bk_fbf_serialize(const bk_fbf *f, void *buf, size_t cap,

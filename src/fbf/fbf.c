@@ -542,6 +542,12 @@ static bool refresh(bk_fbf *f, uint64_t now) {
   return true;
 }
 
+/* a * b, stuck at UINT64_MAX (a window longer than time itself). */
+static inline uint64_t sat_mul(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 /* a + b, stuck at UINT64_MAX: a clock at the end of time has no next event. */
 static inline uint64_t sat_add(uint64_t a, uint64_t b) {
   return a > UINT64_MAX - b ? UINT64_MAX : a + b;
@@ -1005,8 +1011,8 @@ bk_status bk_fbf_info_get(const bk_fbf *f, bk_fbf_info *out) {
   out->min_window = f->min_window;
   out->now = f->now;
   out->next_refresh = f->next_refresh;
-  out->window_min = (uint64_t)(count - 1) * f->refresh_period;
-  out->window_max = (uint64_t)count * f->refresh_period;
+  out->window_min = sat_mul((uint64_t)(count - 1), f->refresh_period);
+  out->window_max = sat_mul((uint64_t)count, f->refresh_period);
   out->refreshes = f->refreshes;
   out->deferred = f->deferred;
   /* Set bits per slot: popcount of each word under the slot's bit pattern,
@@ -1058,7 +1064,7 @@ void bk__fbf_summary(const bk_fbf *f, unsigned *n_filters,
   unsigned count = BK__ST_COUNT(__atomic_load_n(&f->state, __ATOMIC_ACQUIRE));
   *n_filters = count;
   *refresh_period = f->refresh_period;
-  *window_min = (uint64_t)(count - 1) * f->refresh_period;
+  *window_min = sat_mul((uint64_t)(count - 1), f->refresh_period);
   *memory = sizeof *f + f->region.size + f->chunk_region.size + f->locks.size;
   pthread_mutex_unlock(&mf->mu);
 }

@@ -3,7 +3,7 @@
  * bk_idem: a table of named int64 counters behind one duplicate filter of
  * applied op ids (fbf-thesis Sec. 5.4: a table-level FBF).
  *
- * The table is 64 stripes, each a mutex and a chained hash table of its
+ * The table is 256 stripes, each a mutex and a chained hash table of its
  * own that grows by doubling; a key's stripe and bucket come from one
  * digest of the key. An add holds its key's stripe lock across
  * "is this op id new?" and "apply", so a duplicate is answered with a
