@@ -57,6 +57,25 @@ static bool threshold_reachable(uint64_t m, unsigned k, uint64_t threshold) {
   return below < at && below < 1.0;
 }
 
+/* Inserts since the last recycle that a snapshot may not have counted yet:
+ * an add sets its bits before it counts, and a snapshot takes no lock. */
+#define RBF_IN_FLIGHT_SLACK 1024u
+
+/* Do the filter's bits agree with `inserted`? Each counted insert sets at
+ * most k bits; a filter full of bits with few inserts would never recycle
+ * and would call every new id a duplicate. `bloom` is the bloom blob the
+ * bloom loader has just accepted. */
+static bool bits_counted(const unsigned char *bloom, unsigned k,
+                         uint64_t inserted) {
+  uint32_t header = bk__load_le32(bloom + 8);
+  uint64_t words = bk__load_le64(bloom + 16) / 8, set = 0;
+  for (uint64_t w = 0; w < words; w++)
+    set +=
+        (uint64_t)__builtin_popcountll(bk__load_le64(bloom + header + 8 * w));
+  /* inserted < threshold <= 2^62: no overflow below. */
+  return set / k <= inserted + RBF_IN_FLIGHT_SLACK;
+}
+
 bk_status bk_rbf_create(bk_rbf **out, const bk_rbf_config *cfg) {
   BK_RETURN_IF(!out || !cfg, BK_EINVAL);
   double fpp = cfg->fpp == 0.0 ? DEFAULT_FPP : cfg->fpp;
@@ -236,7 +255,8 @@ bk_status bk_rbf_deserialize(const void *buf, size_t len,
     /* Only a threshold create could have computed for this m and k: a
      * larger one would let the filter fill up and answer yes to all. */
     if (info.layout != BK_BLOOM_STANDARD ||
-        !threshold_reachable(info.m_bits, info.k, threshold))
+        !threshold_reachable(info.m_bits, info.k, threshold) ||
+        !bits_counted(v.payload, info.k, inserted))
       s = BK_ECORRUPT;
   }
   if (s != BK_OK) {
