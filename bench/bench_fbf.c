@@ -18,27 +18,25 @@
  * filter to hold n ids (the bloom's fill, about half its bits set), the FBF
  * is created at time 0 with refresh period 1 (fixed N, min_window default),
  * then N + 3 periods of n / 2 distinct ids each are inserted (bk_fbf_insert,
- * FILL_THREADS threads) with one bk_fbf_advance by one period between
+ * bk_fx_fill's threads) with one bk_fbf_advance by one period between
  * periods (N + 2 refreshes). The present and every past filter then hold two
  * periods (~52% of their bits set) and the future one period (~30%), as at
  * the end of a refresh period; bk_fbf_info_get checks this, and the fill
  * line on stderr reports it with the fill time. Ids found by the check are
  * not inserted (Algorithm 1), so a filter holds slightly fewer than n.
  *
- * Keys are 8-byte integers, hashed by each filter with its seeded XXH3:
- *
- *   filled    i                  period p holds i in [p n/2, (p+1) n/2);
- *                                the bloom holds [0, n)
- *   absent    r | 2^63           r from the generator: never inserted
- *   fresh     2^62 | j           j = 0, 1, 2, ...: new ids to insert
+ * Keys are the fixture's (fixture.h), hashed by each filter with its seeded
+ * XXH3: the present keys [0, n) fill the bloom, and period p of the FBF holds
+ * [p n/2, (p+1) n/2); lookups draw absent keys; inserts take fresh ids.
  *
  * The benchmarks of one N, in run order (groups "fbf 64MiB N=6", ...):
  *
  *   bloom/contains_absent, fbf/contains_absent
  *       single-key lookups of absent keys on the filled filters, keys
- *       independent of earlier answers (throughput), as the single-key rows
- *       of bench_bloom.c. Baseline: the bloom. The FBF row also reports
- *       est_fpp (bk_fbf_estimated_fpp, to compare with its hit_rate),
+ *       independent of earlier answers (throughput), with the loop of the
+ *       single-key rows of bench_bloom.c (bk_fx_lookups). Baseline: the
+ *       bloom. The FBF row also reports est_fpp (bk_fbf_estimated_fpp, to
+ *       compare with its hit_rate),
  *       mem_ratio = bk_fbf_info.memory / ((N + 2) m / 8) and
  *       mem_const_B = memory - (N + 2) m / 8 (bytes).
  *   dep/bloom/contains_absent, dep/fbf/contains_absent
@@ -46,9 +44,9 @@
  *   bloom/add_if_absent, fbf/insert_if_absent
  *       fresh ids, on a scratch copy of the filled bloom and on the FBF.
  *       Like bench_bloom.c's adds, each resets its filter (timer paused) once
- *       it has taken FRESH_PERCENT % of n fresh ids, and the position in the
- *       fresh ids carries over between runs, so both cycle through their
- *       filled state plus fewer than FRESH_PERCENT % n fresh ids (for the
+ *       it has taken 1% of n fresh ids (bk_fx_fresh_budget), and the
+ *       position in the fresh ids carries over between runs, so both cycle
+ *       through their filled state plus fewer than 1% n fresh ids (for the
  *       FBF: in its future and present filters).
  *   memset_filter, fbf/refresh
  *       fbf/refresh times one bk_fbf_advance by one period, which performs
@@ -70,56 +68,26 @@
  */
 #define _GNU_SOURCE /* MADV_HUGEPAGE */
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "benches.h"
 #include "bloomkit/bloom.h"
 #include "bloomkit/fbf.h"
 #include "bloomkit/params.h"
-#include "shim.h"
+#include "fixture.h"
 
-#define MIB ((uint64_t)1 << 20)
 #define FBF_MIB 64u      /* lanes of each FBF */
 #define QUICK_FBF_MIB 1u /* --bk_quick */
 #define DESIGN_K 7u
 #define TARGET_FPP 0.01
-#define FILL_THREADS 2
-#define MIN_TIME 0.2          /* seconds per benchmark */
-#define FRESH_PERCENT 1u      /* fresh ids per reset, % of n */
-#define PERIOD 1u             /* refresh period, FBF time units */
-#define CONTAINS_LIMIT 2.0    /* fbf contains absent / bloom contains absent */
-#define INSERT_LIMIT 2.0      /* fbf insert_if_absent / bloom add_if_absent */
-#define MEMORY_LIMIT 1.1      /* memory / ((N + 2) m / 8) */
-
-#define ABSENT_TAG ((uint64_t)1 << 63)
-#define FRESH_TAG ((uint64_t)1 << 62)
-
-#define BK_BENCH_INLINE static inline __attribute__((always_inline))
-
-/* ---- the generator (as bench_bloom.c) ------------------------------------ */
-
-static inline uint64_t splitmix64(uint64_t *state) {
-  uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-static uint64_t stream_seed(uint64_t tag) {
-  uint64_t s = bk_bench_seed() ^ (tag * UINT64_C(0xd1342543de82ef95));
-  return splitmix64(&s);
-}
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#define MIN_TIME 0.2       /* seconds per benchmark */
+#define PERIOD 1u          /* refresh period, FBF time units */
+#define CONTAINS_LIMIT 2.0 /* fbf contains absent / bloom contains absent */
+#define INSERT_LIMIT 2.0   /* fbf insert_if_absent / bloom add_if_absent */
+#define MEMORY_LIMIT 1.1   /* memory / ((N + 2) m / 8) */
 
 /* ---- resets: a snapshotting allocator ----------------------------------- *
  *
@@ -238,17 +206,40 @@ typedef enum op {
   OP_COUNT
 } op;
 
-/* Name suffix (after "fbf/<size>/N<n>/") and group suffix of each op. */
-static const char *const op_names[OP_COUNT] = {
-    "bloom/contains_absent",     "fbf/contains_absent",
-    "dep/bloom/contains_absent", "dep/fbf/contains_absent",
-    "bloom/add_if_absent",       "fbf/insert_if_absent",
-    "memset_filter",             "fbf/refresh"};
-static const char *const op_groups[OP_COUNT] = {
-    "", "", " dependent", " dependent", " insert", " insert", " refresh",
-    " refresh"};
-static const bool op_baseline[OP_COUNT] = {true,  false, true,  false,
-                                           true,  false, true,  false};
+/* What an op runs. */
+typedef enum run {
+  BLOOM_LOOKUPS,
+  FBF_LOOKUPS,
+  BLOOM_ADDS,
+  FBF_ADDS,
+  MEMSETS,
+  REFRESHES
+} run;
+
+/* Each op: its name (after "fbf/<size>/N<n>/"), group suffix and role in
+ * the group, and its loop. */
+static const struct op_spec {
+  const char *name;
+  const char *group;
+  bool baseline;
+  run loop;
+  bool dependent;
+} ops[OP_COUNT] = {
+    [OP_BLOOM_CONTAINS_ABSENT] = {"bloom/contains_absent", "", true,
+                                  BLOOM_LOOKUPS, false},
+    [OP_FBF_CONTAINS_ABSENT] = {"fbf/contains_absent", "", false, FBF_LOOKUPS,
+                                false},
+    [OP_BLOOM_CONTAINS_ABSENT_DEP] = {"dep/bloom/contains_absent", " dependent",
+                                      true, BLOOM_LOOKUPS, true},
+    [OP_FBF_CONTAINS_ABSENT_DEP] = {"dep/fbf/contains_absent", " dependent",
+                                    false, FBF_LOOKUPS, true},
+    [OP_BLOOM_ADD_IF_ABSENT] = {"bloom/add_if_absent", " insert", true,
+                                BLOOM_ADDS, false},
+    [OP_FBF_INSERT_IF_ABSENT] = {"fbf/insert_if_absent", " insert", false,
+                                 FBF_ADDS, false},
+    [OP_MEMSET_FILTER] = {"memset_filter", " refresh", true, MEMSETS, false},
+    [OP_FBF_REFRESH] = {"fbf/refresh", " refresh", false, REFRESHES, false},
+};
 
 enum { N_CASES = 3 };
 static const unsigned n_pasts[N_CASES] = {1, 6, 30};
@@ -259,26 +250,22 @@ typedef struct fbf_case {
   uint64_t m_bits;
   uint64_t n_keys;     /* keys per constituent filter; the bloom's fill */
   uint64_t per_period; /* n_keys / 2 */
-  uint64_t fresh_budget;
   /* the FBF, the snapshot of its filled state, and what happened to it
    * since the last reset */
   bk_fbf *fbf;
   snap_alloc snap;    /* the FBF's allocator: its blocks and their copies */
   uint64_t image_now; /* the clock of the filled state */
   uint64_t now;
-  uint64_t fresh_used; /* fresh ids inserted since the reset */
-  unsigned refreshed;  /* refreshes since the reset */
+  bk_fx_fresh fresh;  /* fresh ids inserted since the reset; reset_fbf */
+  unsigned refreshed; /* refreshes since the reset */
   bool refresh_verified;
   double mem_ratio, mem_const;
-  /* the bloom of the same m and k, and its scratch copy for adds */
-  bk_bloom *bloom, *scratch;
-  uint64_t bloom_fresh_used;
+  bk_fx_bloom bloom; /* the bloom of the same m and k, and its scratch */
   /* memset_filter: n_filters buffers of clear_bytes, one after another */
   unsigned char *clear_buf;
   uint64_t clear_bytes, clear_next;
   uint64_t rng[OP_COUNT];
-  bool failed;
-  char error[200];
+  bk_fx_setup setup;
 } fbf_case;
 
 typedef struct bench_arg {
@@ -292,11 +279,9 @@ static uint64_t fbf_mib = FBF_MIB;
 
 static void release_case(fbf_case *fc) {
   bk_fbf_destroy(fc->fbf); /* frees its blocks and their snapshot copies */
-  bk_bloom_destroy(fc->bloom);
-  bk_bloom_destroy(fc->scratch);
+  bk_fx_bloom_release(&fc->bloom);
   free(fc->clear_buf);
   fc->fbf = NULL;
-  fc->bloom = fc->scratch = NULL;
   fc->clear_buf = NULL;
 }
 
@@ -307,73 +292,25 @@ static void release_others(const fbf_case *keep) {
     if (&cases[i] != keep) release_case(&cases[i]);
 }
 
-static bool fail(fbf_case *fc, bk_bench_state *st, const char *what,
-                 bk_status s) {
-  fc->failed = true;
-  snprintf(fc->error, sizeof fc->error, "N=%u: %s: %s", fc->n_past, what,
-           bk_strerror(s));
-  bk_bench_skip(st, fc->error);
-  return false;
+/* bk_fbf operations as fixture callbacks. */
+static bk_status fbf_contains(const void *f, const void *key, size_t len,
+                              bool *found) {
+  return bk_fbf_contains(f, key, len, found);
+}
+static bk_status fbf_insert(void *f, const void *key, size_t len, bool *added) {
+  (void)added;
+  return bk_fbf_insert(f, key, len);
+}
+static bk_status fbf_insert_if_absent(void *f, const void *key, size_t len,
+                                      bool *added) {
+  return bk_fbf_insert_if_absent(f, key, len, added);
 }
 
-/* ---- filling ------------------------------------------------------------- */
-
-typedef struct fill_job {
-  bk_fbf *fbf;     /* insert into this FBF ... */
-  bk_bloom *bloom; /* ... or add to this bloom */
-  uint64_t first, end;
-  bk_status status;
-} fill_job;
-
-static void *fill_range(void *p) {
-  fill_job *job = p;
-  job->status = BK_OK;
-  for (uint64_t key = job->first; key < job->end; key++) {
-    bk_status s = job->fbf ? bk_fbf_insert(job->fbf, &key, sizeof key)
-                           : bk_bloom_add(job->bloom, &key, sizeof key);
-    if (s != BK_OK) {
-      job->status = s;
-      break;
-    }
-  }
-  return NULL;
-}
-
-/* Insert keys [first, end) with FILL_THREADS threads (inserts and adds are
- * thread-safe). */
-static bk_status fill(bk_fbf *fbf, bk_bloom *bloom, uint64_t first,
-                      uint64_t end) {
-  fill_job jobs[FILL_THREADS];
-  pthread_t threads[FILL_THREADS];
-  bool started[FILL_THREADS] = {false};
-  uint64_t n = end - first;
-  for (int t = 0; t < FILL_THREADS; t++) {
-    jobs[t].fbf = fbf;
-    jobs[t].bloom = bloom;
-    jobs[t].first = first + n * (uint64_t)t / FILL_THREADS;
-    jobs[t].end = first + n * (uint64_t)(t + 1) / FILL_THREADS;
-    jobs[t].status = BK_OK;
-    if (t > 0)
-      started[t] = pthread_create(&threads[t], NULL, fill_range, &jobs[t]) == 0;
-  }
-  fill_range(&jobs[0]);
-  bk_status status = jobs[0].status;
-  for (int t = 1; t < FILL_THREADS; t++) {
-    if (started[t])
-      pthread_join(threads[t], NULL);
-    else
-      fill_range(&jobs[t]);
-    if (jobs[t].status != BK_OK) status = jobs[t].status;
-  }
-  return status;
-}
+/* ---- building ------------------------------------------------------------ */
 
 /* Create, fill, check and serialize the FBF on first use. */
 static bool ensure_fbf(fbf_case *fc, bk_bench_state *st) {
-  if (fc->failed) {
-    bk_bench_skip(st, fc->error);
-    return false;
-  }
+  if (!bk_fx_ready(&fc->setup, st)) return false;
   if (fc->fbf) return true;
   release_others(fc);
 
@@ -392,20 +329,21 @@ static bool ensure_fbf(fbf_case *fc, bk_bench_state *st) {
   cfg.allocator = &allocator; /* copied by create; fc->snap outlives it */
   bk_fbf *f = NULL;
   bk_status s = bk_fbf_create(&f, &cfg);
-  if (s != BK_OK) return fail(fc, st, "bk_fbf_create", s);
+  if (s != BK_OK)
+    return bk_fx_fail(&fc->setup, st, "bk_fbf_create: %s", bk_strerror(s));
 
-  double t0 = now_seconds();
+  double t0 = bk_fx_now();
   uint64_t now = 0;
   for (unsigned p = 0; s == BK_OK && p < fc->n_filters + 1; p++) {
     if (p > 0) s = bk_fbf_advance(f, now += PERIOD);
     if (s == BK_OK)
-      s = fill(f, NULL, (uint64_t)p * fc->per_period,
-               (uint64_t)(p + 1) * fc->per_period);
+      s = bk_fx_fill(fbf_insert, f, (uint64_t)p * fc->per_period,
+                     (uint64_t)(p + 1) * fc->per_period);
   }
-  double t1 = now_seconds();
+  double t1 = bk_fx_now();
   if (s != BK_OK) {
     bk_fbf_destroy(f);
-    return fail(fc, st, "filling the FBF", s);
+    return bk_fx_fail(&fc->setup, st, "filling the FBF: %s", bk_strerror(s));
   }
 
   /* Check the shape: N + 2 filters, N + 2 refreshes, the next one due one
@@ -413,10 +351,10 @@ static bool ensure_fbf(fbf_case *fc, bk_bench_state *st) {
    * full each filter is. */
   bk_fbf_info info;
   s = bk_fbf_info_get(f, &info);
-  double t2 = now_seconds();
+  double t2 = bk_fx_now();
   if (s != BK_OK) {
     bk_fbf_destroy(f);
-    return fail(fc, st, "bk_fbf_info_get", s);
+    return bk_fx_fail(&fc->setup, st, "bk_fbf_info_get: %s", bk_strerror(s));
   }
   double full_min = 1, full_max = 0;
   uint64_t ins_min = UINT64_MAX;
@@ -430,19 +368,15 @@ static bool ensure_fbf(fbf_case *fc, bk_bench_state *st) {
   if (info.m_bits != fc->m_bits || info.k != DESIGN_K ||
       info.n_filters != fc->n_filters || info.max_filters != fc->n_filters ||
       info.refreshes != fc->n_filters || info.deferred != 0 ||
-      info.now != now || info.next_refresh != now + PERIOD ||
-      full_min < 0.4 || full_max > 0.6) {
+      info.now != now || info.next_refresh != now + PERIOD || full_min < 0.4 ||
+      full_max > 0.6) {
     bk_fbf_destroy(f);
-    fc->failed = true;
-    snprintf(fc->error, sizeof fc->error,
-             "N=%u: FBF not as filled: m=%llu k=%u filters=%u/%u "
-             "refreshes=%llu deferred=%llu fill %.3f..%.3f",
-             fc->n_past, (unsigned long long)info.m_bits, info.k,
-             info.n_filters, info.max_filters,
-             (unsigned long long)info.refreshes,
-             (unsigned long long)info.deferred, full_min, full_max);
-    bk_bench_skip(st, fc->error);
-    return false;
+    return bk_fx_fail(&fc->setup, st,
+                      "FBF not as filled: m=%llu k=%u filters=%u/%u "
+                      "refreshes=%llu deferred=%llu fill %.3f..%.3f",
+                      (unsigned long long)info.m_bits, info.k, info.n_filters,
+                      info.max_filters, (unsigned long long)info.refreshes,
+                      (unsigned long long)info.deferred, full_min, full_max);
   }
   fc->mem_ratio = (double)info.memory / (double)fc->lane_bytes;
   fc->mem_const = (double)info.memory - (double)fc->lane_bytes;
@@ -462,14 +396,14 @@ static bool ensure_fbf(fbf_case *fc, bk_bench_state *st) {
   if (s == BK_OK) s = bk_fbf_serialize(f, image, len, &len);
   if (s == BK_OK) s = bk_fbf_advance(f, now + PERIOD);
   for (uint64_t i = 0; s == BK_OK && i < 1000; i++) {
-    uint64_t key = FRESH_TAG | ((uint64_t)1 << 40) | i;
+    uint64_t key = bk_fx_fresh_key(((uint64_t)1 << 40) | i);
     bool added;
     s = bk_fbf_insert_if_absent(f, &key, sizeof key, &added);
   }
   if (s == BK_OK) {
-    t3 = now_seconds();
+    t3 = bk_fx_now();
     s = snap_restore(&fc->snap);
-    t4 = now_seconds();
+    t4 = bk_fx_now();
   }
   if (s == BK_OK) s = bk_fbf_serialize(f, image2, len, &len2);
   bool same = s == BK_OK && len2 == len && memcmp(image, image2, len) == 0;
@@ -478,31 +412,34 @@ static bool ensure_fbf(fbf_case *fc, bk_bench_state *st) {
   if (!same) {
     bk_fbf_destroy(f);
     if (s == BK_OK) s = BK_ECORRUPT;
-    return fail(fc, st, "snapshot restore of the FBF is not exact", s);
+    return bk_fx_fail(&fc->setup, st,
+                      "snapshot restore of the FBF is not exact: %s",
+                      bk_strerror(s));
   }
   fprintf(stderr,
           "[bench] filled fbf N=%u %.1fMiB: m=%llu bits, k=%u, %u periods "
           "of %llu ids (>= %llu inserted per filter) in %.1f s; set bits: "
           "present+past %.3f..%.3f, future %.3f; memory %zu B (%.4f x lanes); "
           "info_get %.2f s, reset (restore) %.3f s\n",
-          fc->n_past, (double)fc->lane_bytes / (double)MIB,
+          fc->n_past, (double)fc->lane_bytes / (double)BK_FX_MIB,
           (unsigned long long)fc->m_bits, DESIGN_K, fc->n_filters + 1,
           (unsigned long long)fc->per_period, (unsigned long long)ins_min,
-          t1 - t0, full_min, full_max, future_full, info.memory,
-          fc->mem_ratio, t2 - t1, t4 - t3);
+          t1 - t0, full_min, full_max, future_full, info.memory, fc->mem_ratio,
+          t2 - t1, t4 - t3);
   fc->fbf = f;
   fc->image_now = now;
   fc->now = now;
-  fc->fresh_used = 0;
+  fc->fresh.used = 0;
   fc->refreshed = 0;
   return true;
 }
 
-/* Back to the filled state. */
-static bk_status reset_fbf(fbf_case *fc) {
+/* Back to the filled state (the reset of fc->fresh). */
+static bk_status reset_fbf(void *ctx) {
+  fbf_case *fc = ctx;
   bk_status s = snap_restore(&fc->snap);
   fc->now = fc->image_now;
-  fc->fresh_used = 0;
+  fc->fresh.used = 0;
   fc->refreshed = 0;
   return s;
 }
@@ -512,205 +449,35 @@ static bk_status reset_fbf(fbf_case *fc) {
 static bool ensure_fbf_state(fbf_case *fc, bk_bench_state *st, bool fresh_ok,
                              bool refresh_ok) {
   if (!ensure_fbf(fc, st)) return false;
-  if ((fc->fresh_used && !fresh_ok) || (fc->refreshed && !refresh_ok)) {
+  if ((fc->fresh.used && !fresh_ok) || (fc->refreshed && !refresh_ok)) {
     bk_status s = reset_fbf(fc);
-    if (s != BK_OK) return fail(fc, st, "FBF reset (snapshot restore)", s);
+    if (s != BK_OK)
+      return bk_fx_fail(&fc->setup, st, "FBF reset (snapshot restore): %s",
+                        bk_strerror(s));
   }
   return true;
-}
-
-static bk_bloom_config bloom_config(const fbf_case *fc) {
-  bk_bloom_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.m_bits = fc->m_bits;
-  cfg.capacity = fc->n_keys;
-  cfg.fpp = TARGET_FPP;
-  cfg.k = DESIGN_K;
-  cfg.layout = BK_BLOOM_STANDARD;
-  cfg.seed = bk_bench_seed();
-  return cfg;
 }
 
 static bool ensure_bloom(fbf_case *fc, bk_bench_state *st) {
-  if (fc->failed) {
-    bk_bench_skip(st, fc->error);
-    return false;
-  }
-  if (fc->bloom) return true;
-  release_others(fc);
-  bk_bloom_config cfg = bloom_config(fc);
-  bk_bloom *b = NULL;
-  bk_status s = bk_bloom_create(&b, &cfg);
-  if (s != BK_OK) return fail(fc, st, "bk_bloom_create", s);
-  bk_bloom_info info;
-  s = bk_bloom_info_get(b, &info);
-  if (s != BK_OK || info.m_bits != fc->m_bits || info.k != DESIGN_K) {
-    bk_bloom_destroy(b);
-    return fail(fc, st, "bloom is not m, k as configured",
-                s != BK_OK ? s : BK_EINVAL);
-  }
-  double t0 = now_seconds();
-  s = fill(NULL, b, 0, fc->n_keys);
-  if (s != BK_OK) {
-    bk_bloom_destroy(b);
-    return fail(fc, st, "bk_bloom_add while filling", s);
-  }
-  double fpp = 0;
-  bk_bloom_fill_fpp(b, &fpp);
-  fprintf(stderr,
-          "[bench] filled standard bloom for fbf N=%u: m=%llu bits, k=%u, "
-          "n=%llu keys (fill fpp %.4f) in %.1f s\n",
-          fc->n_past, (unsigned long long)fc->m_bits, DESIGN_K,
-          (unsigned long long)fc->n_keys, fpp, now_seconds() - t0);
-  fc->bloom = b;
-  return true;
-}
-
-static bool ensure_scratch(fbf_case *fc, bk_bench_state *st) {
-  if (!ensure_bloom(fc, st)) return false;
-  if (fc->scratch) return true;
-  bk_bloom_config cfg = bloom_config(fc);
-  bk_bloom *b = NULL;
-  bk_status s = bk_bloom_create(&b, &cfg);
-  if (s == BK_OK) s = bk_bloom_merge(b, fc->bloom);
-  if (s != BK_OK) {
-    bk_bloom_destroy(b);
-    return fail(fc, st, "bloom scratch copy", s);
-  }
-  fc->scratch = b;
-  fc->bloom_fresh_used = 0;
-  return true;
+  if (!fc->bloom.filled) release_others(fc);
+  return bk_fx_bloom_filled(&fc->bloom, &fc->setup, st);
 }
 
 static bool ensure_clear_buf(fbf_case *fc, bk_bench_state *st) {
-  if (fc->failed) {
-    bk_bench_skip(st, fc->error);
-    return false;
-  }
+  if (!bk_fx_ready(&fc->setup, st)) return false;
   if (fc->clear_buf) return true;
   release_others(fc);
   fc->clear_bytes = (fc->m_bits + 7) / 8;
   fc->clear_buf = malloc(fc->clear_bytes * fc->n_filters);
-  if (!fc->clear_buf) return fail(fc, st, "memset buffers", BK_ENOMEM);
+  if (!fc->clear_buf)
+    return bk_fx_fail(&fc->setup, st, "memset buffers: %s",
+                      bk_strerror(BK_ENOMEM));
   memset(fc->clear_buf, 1, fc->clear_bytes * fc->n_filters); /* fault in */
   fc->clear_next = 0;
   return true;
 }
 
 /* ---- the benchmark bodies ------------------------------------------------ */
-
-BK_BENCH_INLINE void bloom_contains_absent(bk_bench_state *st, fbf_case *fc,
-                                           uint64_t *rng, bool dependent) {
-  const bk_bloom *b = fc->bloom;
-  uint64_t state = *rng, n, hits = 0;
-  int bad = 0;
-  while ((n = bk_bench_batch(st)) != 0) {
-    for (uint64_t r = 0; r < n; r++) {
-      uint64_t key = splitmix64(&state) | ABSENT_TAG;
-      bool found = false;
-      bad |= bk_bloom_contains(b, &key, sizeof key, &found);
-      hits += found;
-      if (dependent) state += found;
-    }
-  }
-  *rng = state;
-  uint64_t iters = bk_bench_iterations(st);
-  bk_bench_sink_u64(hits);
-  if (bad)
-    bk_bench_skip(st, "bk_bloom_contains failed");
-  else
-    bk_bench_counter(st, "hit_rate", iters ? (double)hits / (double)iters : 0);
-}
-
-BK_BENCH_INLINE void fbf_contains_absent(bk_bench_state *st, fbf_case *fc,
-                                         uint64_t *rng, bool dependent) {
-  const bk_fbf *f = fc->fbf;
-  uint64_t state = *rng, n, hits = 0;
-  int bad = 0;
-  while ((n = bk_bench_batch(st)) != 0) {
-    for (uint64_t r = 0; r < n; r++) {
-      uint64_t key = splitmix64(&state) | ABSENT_TAG;
-      bool found = false;
-      bad |= bk_fbf_contains(f, &key, sizeof key, &found);
-      hits += found;
-      if (dependent) state += found;
-    }
-  }
-  *rng = state;
-  uint64_t iters = bk_bench_iterations(st);
-  bk_bench_sink_u64(hits);
-  if (bad) {
-    bk_bench_skip(st, "bk_fbf_contains failed");
-    return;
-  }
-  bk_bench_counter(st, "hit_rate", iters ? (double)hits / (double)iters : 0);
-  if (!dependent) {
-    double est = 0;
-    if (bk_fbf_estimated_fpp(f, BK_FBF_CHECK_DEFAULT, &est) == BK_OK)
-      bk_bench_counter(st, "est_fpp", est);
-    bk_bench_counter(st, "mem_ratio", fc->mem_ratio);
-    bk_bench_counter(st, "mem_const_B", fc->mem_const);
-  }
-}
-
-static void bloom_add_if_absent(bk_bench_state *st, fbf_case *fc) {
-  bk_bloom *b = fc->scratch;
-  const uint64_t budget = fc->fresh_budget;
-  uint64_t used = fc->bloom_fresh_used, n, added = 0;
-  int bad = 0;
-  while ((n = bk_bench_batch(st)) != 0) {
-    for (uint64_t r = 0; r < n; r++) {
-      if (used == budget) {
-        bk_bench_pause(st);
-        bad |= bk_bloom_intersect(b, fc->bloom);
-        used = 0;
-        bk_bench_resume(st);
-      }
-      uint64_t key = FRESH_TAG | used++;
-      bool was_added = false;
-      bad |= bk_bloom_add_if_absent(b, &key, sizeof key, &was_added);
-      added += was_added;
-    }
-  }
-  fc->bloom_fresh_used = used;
-  uint64_t iters = bk_bench_iterations(st);
-  if (bad)
-    bk_bench_skip(st, "bk_bloom_add_if_absent or the scratch reset failed");
-  else
-    bk_bench_counter(st, "new_rate", iters ? (double)added / (double)iters : 0);
-}
-
-static void fbf_insert_if_absent(bk_bench_state *st, fbf_case *fc) {
-  bk_fbf *f = fc->fbf;
-  const uint64_t budget = fc->fresh_budget;
-  uint64_t used = fc->fresh_used, n, added = 0;
-  int bad = 0;
-  while ((n = bk_bench_batch(st)) != 0) {
-    for (uint64_t r = 0; r < n; r++) {
-      if (used == budget) {
-        bk_bench_pause(st);
-        bk_status s = reset_fbf(fc);
-        f = fc->fbf;
-        used = 0;
-        bk_bench_resume(st);
-        if (s != BK_OK) {
-          fail(fc, st, "FBF reset (snapshot restore)", s);
-          return; /* the batch is left unfinished: the run is an error */
-        }
-      }
-      uint64_t key = FRESH_TAG | used++;
-      bool was_added = false;
-      bad |= bk_fbf_insert_if_absent(f, &key, sizeof key, &was_added);
-      added += was_added;
-    }
-  }
-  fc->fresh_used = used;
-  uint64_t iters = bk_bench_iterations(st);
-  if (bad)
-    bk_bench_skip(st, "bk_fbf_insert_if_absent failed");
-  else
-    bk_bench_counter(st, "new_rate", iters ? (double)added / (double)iters : 0);
-}
 
 static void memset_filter(bk_bench_state *st, fbf_case *fc) {
   unsigned char *buf = fc->clear_buf;
@@ -739,7 +506,8 @@ static void fbf_refresh(bk_bench_state *st, fbf_case *fc) {
         bk_status s = reset_fbf(fc);
         bk_bench_resume(st);
         if (s != BK_OK) {
-          fail(fc, st, "FBF reset (snapshot restore)", s);
+          bk_fx_fail(&fc->setup, st, "FBF reset (snapshot restore): %s",
+                     bk_strerror(s));
           return;
         }
       }
@@ -766,39 +534,60 @@ static void fbf_refresh(bk_bench_state *st, fbf_case *fc) {
   }
 }
 
+/* What the FBF lookups report besides hit_rate (independent rows). */
+static void report_fbf(bk_bench_state *st, const fbf_case *fc) {
+  double est = 0;
+  if (bk_fbf_estimated_fpp(fc->fbf, BK_FBF_CHECK_DEFAULT, &est) == BK_OK)
+    bk_bench_counter(st, "est_fpp", est);
+  bk_bench_counter(st, "mem_ratio", fc->mem_ratio);
+  bk_bench_counter(st, "mem_const_B", fc->mem_const);
+}
+
 static void bench_fbf(bk_bench_state *st, void *p) {
-  bench_arg *arg = p;
+  const bench_arg *arg = p;
   fbf_case *fc = arg->fc;
-  switch (arg->which) {
-    case OP_BLOOM_CONTAINS_ABSENT:
-      if (ensure_bloom(fc, st))
-        bloom_contains_absent(st, fc, &fc->rng[arg->which], false);
+  const struct op_spec *o = &ops[arg->which];
+  uint64_t *rng = &fc->rng[arg->which];
+  bk_fx_tally t;
+  switch (o->loop) {
+    case BLOOM_LOOKUPS:
+      if (!ensure_bloom(fc, st)) return;
+      t = bk_fx_lookups(st, bk_fx_bloom_contains, fc->bloom.filled, rng,
+                        BK_FX_ABSENT, o->dependent);
+      bk_fx_report(st, t, "hit_rate", false, "bk_bloom_contains failed");
       break;
-    case OP_BLOOM_CONTAINS_ABSENT_DEP:
-      if (ensure_bloom(fc, st))
-        bloom_contains_absent(st, fc, &fc->rng[arg->which], true);
+    case FBF_LOOKUPS:
+      if (!ensure_fbf_state(fc, st, false, false)) return;
+      t = bk_fx_lookups(st, fbf_contains, fc->fbf, rng, BK_FX_ABSENT,
+                        o->dependent);
+      if (bk_fx_report(st, t, "hit_rate", false, "bk_fbf_contains failed") &&
+          !o->dependent)
+        report_fbf(st, fc);
       break;
-    case OP_FBF_CONTAINS_ABSENT:
-      if (ensure_fbf_state(fc, st, false, false))
-        fbf_contains_absent(st, fc, &fc->rng[arg->which], false);
+    case BLOOM_ADDS:
+      if (!ensure_bloom(fc, st) ||
+          !bk_fx_bloom_scratch(&fc->bloom, &fc->setup, st))
+        return;
+      t = bk_fx_fresh_adds(st, bk_fx_bloom_add_if_absent, fc->bloom.scratch,
+                           &fc->bloom.fresh);
+      bk_fx_report(st, t, "new_rate", false,
+                   "bk_bloom_add_if_absent or the scratch reset failed");
       break;
-    case OP_FBF_CONTAINS_ABSENT_DEP:
-      if (ensure_fbf_state(fc, st, false, false))
-        fbf_contains_absent(st, fc, &fc->rng[arg->which], true);
+    case FBF_ADDS:
+      if (!ensure_fbf_state(fc, st, true, false)) return;
+      t = bk_fx_fresh_adds(st, fbf_insert_if_absent, fc->fbf, &fc->fresh);
+      if (t.reset != BK_OK) /* the run is an error, and so is the case */
+        bk_fx_fail(&fc->setup, st, "FBF reset (snapshot restore): %s",
+                   bk_strerror(t.reset));
+      else
+        bk_fx_report(st, t, "new_rate", false,
+                     "bk_fbf_insert_if_absent failed");
       break;
-    case OP_BLOOM_ADD_IF_ABSENT:
-      if (ensure_scratch(fc, st)) bloom_add_if_absent(st, fc);
-      break;
-    case OP_FBF_INSERT_IF_ABSENT:
-      if (ensure_fbf_state(fc, st, true, false)) fbf_insert_if_absent(st, fc);
-      break;
-    case OP_MEMSET_FILTER:
+    case MEMSETS:
       if (ensure_clear_buf(fc, st)) memset_filter(st, fc);
       break;
-    case OP_FBF_REFRESH:
+    case REFRESHES:
       if (ensure_fbf_state(fc, st, false, true)) fbf_refresh(st, fc);
-      break;
-    case OP_COUNT:
       break;
   }
 }
@@ -807,61 +596,47 @@ static void bench_fbf(bk_bench_state *st, void *p) {
 
 static void bench_name(char *out, size_t cap, const fbf_case *fc, op o) {
   snprintf(out, cap, "fbf/%lluMiB/N%u/%s", (unsigned long long)fbf_mib,
-           fc->n_past, op_names[o]);
+           fc->n_past, ops[o].name);
 }
 
 static void register_targets(void) {
+  /* Each row for every N, in report order. The memory row is a target on
+   * counters of the fbf lookups (denominator OP_COUNT). */
+  static const struct {
+    const char *label; /* printf: lanes MiB, N */
+    op numerator, denominator;
+    double max_ratio; /* BK_FX_INFO: reported only */
+  } targets[] = {
+      {"fbf contains absent vs standard bloom same m, k=7, %llu MiB, N=%u "
+       "(independent)",
+       OP_FBF_CONTAINS_ABSENT, OP_BLOOM_CONTAINS_ABSENT, CONTAINS_LIMIT},
+      {"fbf contains absent vs standard bloom same m, k=7, %llu MiB, N=%u "
+       "(dependent)",
+       OP_FBF_CONTAINS_ABSENT_DEP, OP_BLOOM_CONTAINS_ABSENT_DEP, BK_FX_INFO},
+      {"fbf insert_if_absent vs bloom add_if_absent, fresh ids, %llu MiB, "
+       "N=%u",
+       OP_FBF_INSERT_IF_ABSENT, OP_BLOOM_ADD_IF_ABSENT, INSERT_LIMIT},
+      {"fbf memory <= 1.1 x (N+2) m/8 + const, %llu MiB, N=%u",
+       OP_FBF_CONTAINS_ABSENT, OP_COUNT, MEMORY_LIMIT},
+      {"fbf refresh (one advance) vs memset of one filter (m/8 B), %llu MiB, "
+       "N=%u",
+       OP_FBF_REFRESH, OP_MEMSET_FILTER, BK_FX_INFO},
+  };
   char label[160], num[96], den[96];
-  for (int c = 0; c < N_CASES; c++) {
-    const fbf_case *fc = &cases[c];
-    unsigned N = fc->n_past;
-    unsigned long long mib = (unsigned long long)fbf_mib;
-    snprintf(label, sizeof label,
-             "fbf contains absent vs standard bloom same m, k=7, %llu MiB, "
-             "N=%u (independent)",
-             mib, N);
-    bench_name(num, sizeof num, fc, OP_FBF_CONTAINS_ABSENT);
-    bench_name(den, sizeof den, fc, OP_BLOOM_CONTAINS_ABSENT);
-    bk_bench_target(label, num, den, CONTAINS_LIMIT);
-  }
-  for (int c = 0; c < N_CASES; c++) {
-    const fbf_case *fc = &cases[c];
-    snprintf(label, sizeof label,
-             "fbf contains absent vs standard bloom same m, k=7, %llu MiB, "
-             "N=%u (dependent)",
-             (unsigned long long)fbf_mib, fc->n_past);
-    bench_name(num, sizeof num, fc, OP_FBF_CONTAINS_ABSENT_DEP);
-    bench_name(den, sizeof den, fc, OP_BLOOM_CONTAINS_ABSENT_DEP);
-    bk_bench_info_ratio(label, num, den);
-  }
-  for (int c = 0; c < N_CASES; c++) {
-    const fbf_case *fc = &cases[c];
-    snprintf(label, sizeof label,
-             "fbf insert_if_absent vs bloom add_if_absent, fresh ids, %llu "
-             "MiB, N=%u",
-             (unsigned long long)fbf_mib, fc->n_past);
-    bench_name(num, sizeof num, fc, OP_FBF_INSERT_IF_ABSENT);
-    bench_name(den, sizeof den, fc, OP_BLOOM_ADD_IF_ABSENT);
-    bk_bench_target(label, num, den, INSERT_LIMIT);
-  }
-  for (int c = 0; c < N_CASES; c++) {
-    const fbf_case *fc = &cases[c];
-    snprintf(label, sizeof label,
-             "fbf memory <= 1.1 x (N+2) m/8 + const, %llu MiB, N=%u",
-             (unsigned long long)fbf_mib, fc->n_past);
-    bench_name(num, sizeof num, fc, OP_FBF_CONTAINS_ABSENT);
-    bk_bench_target_counter(label, num, "mem_ratio", MEMORY_LIMIT,
-                            "mem_const_B");
-  }
-  for (int c = 0; c < N_CASES; c++) {
-    const fbf_case *fc = &cases[c];
-    snprintf(label, sizeof label,
-             "fbf refresh (one advance) vs memset of one filter (m/8 B), "
-             "%llu MiB, N=%u",
-             (unsigned long long)fbf_mib, fc->n_past);
-    bench_name(num, sizeof num, fc, OP_FBF_REFRESH);
-    bench_name(den, sizeof den, fc, OP_MEMSET_FILTER);
-    bk_bench_info_ratio(label, num, den);
+  for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
+    for (int c = 0; c < N_CASES; c++) {
+      const fbf_case *fc = &cases[c];
+      snprintf(label, sizeof label, targets[t].label,
+               (unsigned long long)fbf_mib, fc->n_past);
+      bench_name(num, sizeof num, fc, targets[t].numerator);
+      if (targets[t].denominator == OP_COUNT) {
+        bk_bench_target_counter(label, num, "mem_ratio", targets[t].max_ratio,
+                                "mem_const_B");
+        continue;
+      }
+      bench_name(den, sizeof den, fc, targets[t].denominator);
+      bk_fx_ratio(label, num, den, targets[t].max_ratio);
+    }
   }
   bk_bench_note(
       "fbf: N+2 filters of m = 64 Mi*8/(N+2) bits in lanes (64 MiB of lanes;\n"
@@ -870,43 +645,56 @@ static void register_targets(void) {
       "  bk_bloom of the same m and k, m/8 bytes, so for larger N mostly in\n"
       "  cache while the FBF's lanes are not. Both take fresh ids from their\n"
       "  filled state, reset every 1% of n. est_fpp: bk_fbf_estimated_fpp,\n"
-      "  to compare with the measured hit_rate. mem_ratio = bk_fbf_info.memory\n"
+      "  to compare with the measured hit_rate. mem_ratio = "
+      "bk_fbf_info.memory\n"
       "  / ((N+2) m/8), mem_const_B = memory - (N+2) m/8; the memory targets\n"
       "  pass when mem_ratio <= 1.1. fbf refresh: one bk_fbf_advance doing\n"
       "  one refresh that sweeps a populated filter out of all lanes, against\n"
       "  a memset of m/8 bytes (informational).");
 }
 
+/* Case `c`: N, its filters' m (FBF_MIB of lanes in N + 2 filters) and n (the
+ * bloom's p-capacity), and its bloom of the same m and k. */
+static void set_up_case(int c) {
+  fbf_case *fc = &cases[c];
+  fc->n_past = n_pasts[c];
+  fc->n_filters = fc->n_past + 2;
+  fc->m_bits = fbf_mib * BK_FX_MIB * 8 / fc->n_filters;
+  fc->lane_bytes = fc->m_bits * fc->n_filters / 8;
+  snprintf(fc->setup.name, sizeof fc->setup.name, "N=%u", fc->n_past);
+  if (bk_params_p_capacity(fc->m_bits, TARGET_FPP, &fc->n_keys) != BK_OK ||
+      fc->n_keys < 2) {
+    bk_fx_fail(&fc->setup, NULL, "bk_params_p_capacity failed");
+    fc->n_keys = 2;
+  }
+  fc->per_period = fc->n_keys / 2;
+  fc->fresh = (bk_fx_fresh){0, bk_fx_fresh_budget(fc->n_keys), reset_fbf, fc};
+  bk_fx_bloom *b = &fc->bloom;
+  snprintf(b->label, sizeof b->label, "standard bloom for fbf N=%u",
+           fc->n_past);
+  b->layout = BK_BLOOM_STANDARD;
+  b->m_bits = fc->m_bits;
+  b->k = DESIGN_K;
+  b->fpp = TARGET_FPP;
+  b->n_keys = fc->n_keys;
+  for (int o = 0; o < OP_COUNT; o++) {
+    fc->rng[o] = bk_fx_stream(5000 + (uint64_t)(c * 100 + o));
+    args[c][o] = (bench_arg){fc, (op)o};
+  }
+}
+
 void bk_bench_register_fbf(void) {
   if (bk_bench_quick()) fbf_mib = QUICK_FBF_MIB;
   char name[96], group[64];
   for (int c = 0; c < N_CASES; c++) {
-    fbf_case *fc = &cases[c];
-    fc->n_past = n_pasts[c];
-    fc->n_filters = fc->n_past + 2;
-    fc->m_bits = fbf_mib * MIB * 8 / fc->n_filters;
-    fc->lane_bytes = fc->m_bits * fc->n_filters / 8;
-    if (bk_params_p_capacity(fc->m_bits, TARGET_FPP, &fc->n_keys) != BK_OK ||
-        fc->n_keys < 2) {
-      fc->failed = true;
-      snprintf(fc->error, sizeof fc->error, "bk_params_p_capacity failed");
-      fc->n_keys = 2;
-    }
-    fc->per_period = fc->n_keys / 2;
-    fc->fresh_budget = fc->n_keys * FRESH_PERCENT / 100;
-    if (fc->fresh_budget < 1024) fc->fresh_budget = 1024;
-    for (int o = 0; o < OP_COUNT; o++) {
-      fc->rng[o] = stream_seed(5000 + (uint64_t)(c * 100 + o));
-      args[c][o].fc = fc;
-      args[c][o].which = (op)o;
-    }
+    set_up_case(c);
     /* Registration order is run order: one case at a time. */
     for (int o = 0; o < OP_COUNT; o++) {
       snprintf(group, sizeof group, "fbf %lluMiB N=%u%s",
-               (unsigned long long)fbf_mib, fc->n_past, op_groups[o]);
-      bench_name(name, sizeof name, fc, (op)o);
-      bk_bench_opts opts = {.group = group, .baseline = op_baseline[o],
-                            .min_time = MIN_TIME};
+               (unsigned long long)fbf_mib, cases[c].n_past, ops[o].group);
+      bench_name(name, sizeof name, &cases[c], (op)o);
+      bk_bench_opts opts = {
+          .group = group, .baseline = ops[o].baseline, .min_time = MIN_TIME};
       bk_bench_register(name, bench_fbf, &args[c][o], &opts);
     }
   }

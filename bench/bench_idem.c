@@ -28,9 +28,10 @@
  * applied (1 - new_rate: fresh ids taken for duplicates, the measured fpp).
  *
  * Every add carries a fresh op id (a client id of the benchmark's own, and
- * the next sequence number) and adds 1 to a key drawn uniformly (splitmix64
- * then bk_reduce), so no add is a genuine duplicate. The benchmarks, in run
- * order (groups "idem 1M keys" and "idem 1M keys 2 threads"):
+ * the next sequence number) and adds 1 to a key drawn uniformly (the
+ * fixture's bk_fx_present_key), so no add is a genuine duplicate. The
+ * benchmarks, in run order (groups "idem 1M keys" and "idem 1M keys 2
+ * threads"):
  *
  *   none/add, fbf_64MiB_N2/add
  *       single-thread adds, keys uniform over all N_KEYS. The clock advances
@@ -73,52 +74,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "benches.h"
 #include "bloomkit/idem.h"
 #include "bloomkit/params.h"
-#include "shim.h"
+#include "fixture.h"
 
-#define MIB ((uint64_t)1 << 20)
 #define N_KEYS UINT64_C(1000000)
 #define QUICK_KEYS UINT64_C(16384)
 #define FILTER_MIB 64u      /* lanes of the FBF */
 #define QUICK_FILTER_MIB 1u /* --bk_quick */
 #define N_PAST 2u
 #define DESIGN_K 7u
-#define DESIGN_FPP 0.001      /* per filter holding two periods' inserts */
-#define MIN_TIME 1.0          /* seconds per single-thread benchmark */
-#define MIN_TIME_2T 0.75      /* seconds of 2-thread phases (timed part) */
-#define ROUND_OPS 16384u      /* adds per thread per phase, 2-thread rounds */
+#define DESIGN_FPP 0.001 /* per filter holding two periods' inserts */
+#define MIN_TIME 1.0     /* seconds per single-thread benchmark */
+#define MIN_TIME_2T 0.75 /* seconds of 2-thread phases (timed part) */
+#define ROUND_OPS 16384u /* adds per thread per phase, 2-thread rounds */
 #define QUICK_ROUND_OPS 1024u
-#define FILL_OPS 65536u       /* adds per thread per phase while filling */
+#define FILL_OPS 65536u /* adds per thread per phase while filling */
 #define QUICK_FILL_OPS 4096u
-#define REF_PER_ADD 2u        /* reference reads per add, 2-thread rounds */
-#define ADD_LIMIT 1.5         /* fbf add / none add */
-#define SPEEDUP_MIN 1.6       /* 2-thread / 1-thread throughput */
-
-#define BK_BENCH_INLINE static inline __attribute__((always_inline))
-
-/* ---- the generator (as bench_bloom.c) ------------------------------------ */
-
-static inline uint64_t splitmix64(uint64_t *state) {
-  uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-static uint64_t stream_seed(uint64_t tag) {
-  uint64_t s = bk_bench_seed() ^ (tag * UINT64_C(0xd1342543de82ef95));
-  return splitmix64(&s);
-}
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#define REF_PER_ADD 2u  /* reference reads per add, 2-thread rounds */
+#define ADD_LIMIT 1.5   /* fbf add / none add */
+#define SPEEDUP_MIN 1.6 /* 2-thread / 1-thread throughput */
 
 /* A spin-wait step: pause, and yield once the wait gets long (the machine
  * may have fewer free cores than spinning threads). */
@@ -142,8 +119,7 @@ typedef struct idem_case {
   bk_idem *t;
   uint64_t clock;   /* adds made so far: the simulated time */
   uint64_t clients; /* client ids handed out */
-  bool failed;
-  char error[200];
+  bk_fx_setup setup;
 } idem_case;
 
 static idem_case cases[N_CASES] = {
@@ -154,17 +130,13 @@ static char fbf_name[32];
 static char keys_label[24]; /* "1M", "16Ki" */
 static uint64_t n_keys = N_KEYS;
 static uint64_t filter_mib = FILTER_MIB;
-static uint64_t m_bits;   /* per constituent filter */
-static uint64_t period;   /* P: adds per refresh period */
+static uint64_t m_bits; /* per constituent filter */
+static uint64_t period; /* P: adds per refresh period */
 static uint64_t round_ops = ROUND_OPS, fill_ops = FILL_OPS;
 
 static bool fail(idem_case *ic, bk_bench_state *st, const char *what,
                  bk_status s) {
-  ic->failed = true;
-  snprintf(ic->error, sizeof ic->error, "idem %s: %s: %s", ic->name, what,
-           bk_strerror(s));
-  bk_bench_skip(st, ic->error);
-  return false;
+  return bk_fx_fail(&ic->setup, st, "%s: %s", what, bk_strerror(s));
 }
 
 /* ---- workers: one thread's adds ------------------------------------------ */
@@ -186,7 +158,7 @@ static worker new_worker(idem_case *ic, uint64_t offset, uint64_t stride) {
   memset(&w, 0, sizeof w);
   w.t = ic->t;
   w.client = ++ic->clients;
-  w.rng = stream_seed(((uint64_t)ic->strategy << 32) ^ w.client);
+  w.rng = bk_fx_stream(((uint64_t)ic->strategy << 32) ^ w.client);
   w.offset = offset;
   w.stride = stride;
   w.count = (n_keys - offset + stride - 1) / stride;
@@ -194,14 +166,14 @@ static worker new_worker(idem_case *ic, uint64_t offset, uint64_t stride) {
 }
 
 /* `ops` adds of 1 to uniformly drawn keys, each with a fresh op id. */
-BK_BENCH_INLINE void worker_add(worker *w, uint64_t ops) {
+BK_FX_INLINE void worker_add(worker *w, uint64_t ops) {
   bk_idem *t = w->t;
   const uint64_t offset = w->offset, stride = w->stride, count = w->count;
   const uint64_t client = w->client;
   uint64_t state = w->rng, seq = w->seq, applied = 0;
   int bad = 0;
   for (uint64_t i = 0; i < ops; i++) {
-    uint64_t key = offset + stride * bk_reduce(splitmix64(&state), count);
+    uint64_t key = offset + stride * bk_fx_present_key(&state, count);
     bk_idem_op_id id = {client, seq++};
     bk_idem_outcome outcome = BK_IDEM_DUPLICATE;
     bad |= bk_idem_add(t, &key, sizeof key, id, 1, NULL, &outcome) != BK_OK;
@@ -219,8 +191,8 @@ static void worker_create(worker *w) {
     uint64_t key = w->offset + w->stride * r;
     bk_idem_op_id id = {w->client, w->seq++};
     bk_idem_outcome outcome = BK_IDEM_DUPLICATE;
-    w->bad |= bk_idem_add(w->t, &key, sizeof key, id, 1, NULL, &outcome) !=
-              BK_OK;
+    w->bad |=
+        bk_idem_add(w->t, &key, sizeof key, id, 1, NULL, &outcome) != BK_OK;
     w->applied += outcome == BK_IDEM_APPLIED;
   }
 }
@@ -235,7 +207,7 @@ static void worker_ref(worker *w, uint64_t ops) {
   const uint64_t *buf = ref_buf, words = ref_words;
   uint64_t state = w->rng, x = w->ref_x;
   for (uint64_t i = 0; i < ops; i++)
-    x = buf[bk_reduce(splitmix64(&state) ^ x, words)];
+    x = buf[bk_reduce(bk_fx_next(&state) ^ x, words)];
   w->rng = state;
   w->ref_x = x;
   bk_bench_sink_u64(x);
@@ -270,10 +242,10 @@ typedef struct team {
   bool running;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  uint64_t go;   /* phases requested (under mu) */
-  bool quit;     /* under mu */
-  uint64_t ops;  /* adds (or reads) per thread this phase (under mu) */
-  task what;     /* this phase's work (under mu) */
+  uint64_t go;  /* phases requested (under mu) */
+  bool quit;    /* under mu */
+  uint64_t ops; /* adds (or reads) per thread this phase (under mu) */
+  task what;    /* this phase's work (under mu) */
   _Alignas(64) uint64_t arrived; /* atomics: the helper's phase number */
   uint64_t start, done;
 } team;
@@ -344,12 +316,12 @@ static double team_phase(team *tm, task what, uint64_t ops) {
   for (unsigned spins = 0;
        __atomic_load_n(&tm->arrived, __ATOMIC_ACQUIRE) != g;)
     relax(&spins);
-  double t0 = now_seconds();
+  double t0 = bk_fx_now();
   __atomic_store_n(&tm->start, g, __ATOMIC_RELEASE);
   worker_do(&tm->w[0], what, ops);
   for (unsigned spins = 0; __atomic_load_n(&tm->done, __ATOMIC_ACQUIRE) != g;)
     relax(&spins);
-  return now_seconds() - t0;
+  return bk_fx_now() - t0;
 }
 
 /* ---- building ------------------------------------------------------------ */
@@ -370,10 +342,7 @@ static uint64_t capacity_at(uint64_t m, unsigned k, double p) {
 
 /* Create the table, its keys and (FBF) its steady-state fill, on first use. */
 static bool ensure_table(idem_case *ic, bk_bench_state *st) {
-  if (ic->failed) {
-    bk_bench_skip(st, ic->error);
-    return false;
-  }
+  if (!bk_fx_ready(&ic->setup, st)) return false;
   if (ic->t) return true;
 
   bk_idem_config cfg;
@@ -394,7 +363,7 @@ static bool ensure_table(idem_case *ic, bk_bench_state *st) {
   if (s != BK_OK) return fail(ic, st, "bk_idem_create", s);
   ic->clock = 0;
 
-  double t0 = now_seconds();
+  double t0 = bk_fx_now();
   team tm;
   if (!team_start(&tm, ic)) {
     bk_idem_destroy(ic->t);
@@ -404,11 +373,10 @@ static bool ensure_table(idem_case *ic, bk_bench_state *st) {
   (void)team_phase(&tm, TASK_CREATE, 0);
   ic->clock += n_keys;
   s = bk_idem_advance(ic->t, ic->clock);
-  double t1 = now_seconds();
+  double t1 = bk_fx_now();
   /* FBF: random adds up to (N + 1) P + P / 2: steady state, mid-period. */
-  uint64_t target = ic->strategy == BK_IDEM_FBF
-                        ? (N_PAST + 1) * period + period / 2
-                        : 0;
+  uint64_t target =
+      ic->strategy == BK_IDEM_FBF ? (N_PAST + 1) * period + period / 2 : 0;
   while (s == BK_OK && ic->clock < target) {
     uint64_t ops = (target - ic->clock + 1) / 2;
     if (ops > fill_ops) ops = fill_ops;
@@ -417,7 +385,7 @@ static bool ensure_table(idem_case *ic, bk_bench_state *st) {
     s = bk_idem_advance(ic->t, ic->clock);
   }
   team_stop(&tm);
-  double t2 = now_seconds();
+  double t2 = bk_fx_now();
   if (s == BK_OK && (tm.w[0].bad || tm.w[1].bad)) s = BK_EINVAL;
   bk_idem_info info;
   if (s == BK_OK) s = bk_idem_info_get(ic->t, &info);
@@ -427,8 +395,7 @@ static bool ensure_table(idem_case *ic, bk_bench_state *st) {
     ic->t = NULL;
     return fail(ic, st, "filling the table", s);
   }
-  fprintf(stderr,
-          "[bench] filled idem %s: %llu keys in %.1f s", ic->name,
+  fprintf(stderr, "[bench] filled idem %s: %llu keys in %.1f s", ic->name,
           (unsigned long long)info.keys, t1 - t0);
   if (ic->strategy == BK_IDEM_FBF)
     fprintf(stderr,
@@ -439,9 +406,9 @@ static bool ensure_table(idem_case *ic, bk_bench_state *st) {
             (unsigned long long)(ic->clock / period),
             (unsigned long long)info.applied,
             (unsigned long long)info.duplicates, t2 - t1, info.fpp,
-            (double)info.filter_memory / (double)MIB);
+            (double)info.filter_memory / (double)BK_FX_MIB);
   fprintf(stderr, "; table %.1f MiB\n",
-          (double)info.table_memory / (double)MIB);
+          (double)info.table_memory / (double)BK_FX_MIB);
   return true;
 }
 
@@ -475,13 +442,11 @@ static void idem_add(bk_bench_state *st, idem_case *ic) {
     bad |= bk_idem_advance(ic->t, clock) != BK_OK;
   }
   ic->clock = clock;
-  uint64_t iters = bk_bench_iterations(st);
   if (bad || w.bad) {
     fail(ic, st, "bk_idem_add or bk_idem_advance", BK_EINVAL);
     return;
   }
-  bk_bench_counter(st, "new_rate",
-                   iters ? (double)w.applied / (double)iters : 0);
+  bk_fx_rate(st, "new_rate", w.applied);
   if (ic->strategy != BK_IDEM_NONE) {
     bk_bench_counter(st, "refreshes",
                      (double)(clock / period - clock0 / period));
@@ -492,11 +457,11 @@ static void idem_add(bk_bench_state *st, idem_case *ic) {
 /* The reference workload's buffer, as large as the FBF's lanes. */
 static bool ensure_ref_buf(idem_case *ic, bk_bench_state *st) {
   if (ref_buf) return true;
-  uint64_t words = filter_mib * MIB / 8;
+  uint64_t words = filter_mib * BK_FX_MIB / 8;
   uint64_t *buf = malloc(words * sizeof *buf);
   if (!buf) return fail(ic, st, "reference buffer", BK_ENOMEM);
-  uint64_t state = stream_seed(7000);
-  for (uint64_t i = 0; i < words; i++) buf[i] = splitmix64(&state);
+  uint64_t state = bk_fx_stream(7000);
+  for (uint64_t i = 0; i < words; i++) buf[i] = bk_fx_next(&state);
   ref_buf = buf;
   ref_words = words;
   return true;
@@ -522,16 +487,16 @@ static void idem_add_2threads(bk_bench_state *st, idem_case *ic) {
       bk_bench_pause(st);
       ic->clock += 2 * r;
       bad |= bk_idem_advance(ic->t, ic->clock) != BK_OK;
-      double t0 = now_seconds();
+      double t0 = bk_fx_now();
       worker_add(&solo, r);
-      wall1 += now_seconds() - t0;
+      wall1 += bk_fx_now() - t0;
       ops1 += r;
       ic->clock += r;
       bad |= bk_idem_advance(ic->t, ic->clock) != BK_OK;
       ref2 += team_phase(&tm, TASK_REF, rr);
-      t0 = now_seconds();
+      t0 = bk_fx_now();
       worker_ref(&solo, rr);
-      ref1 += now_seconds() - t0;
+      ref1 += bk_fx_now() - t0;
       bk_bench_resume(st);
     }
   }
@@ -580,7 +545,7 @@ static void register_targets(void) {
            mib, N_PAST, DESIGN_K, keys_label);
   bench_name(num, sizeof num, CASE_FBF, OP_ADD);
   bench_name(den, sizeof den, CASE_NONE, OP_ADD);
-  bk_bench_target(label, num, den, ADD_LIMIT);
+  bk_fx_ratio(label, num, den, ADD_LIMIT);
   for (int c = CASE_FBF; c >= CASE_NONE; c--) {
     snprintf(label, sizeof label,
              "idem add %s: 2-thread throughput >= %.1fx 1 thread "
@@ -594,11 +559,13 @@ static void register_targets(void) {
       "idem: 1,000,000 counters (16384 with --bk_quick), 8-byte keys, every\n"
       "  add a fresh op id to a uniform key. fbf: N=2, k=7, 4 filters of m\n"
       "  bits in 64 MiB of lanes (1 MiB quick); the simulated clock counts\n"
-      "  adds and refreshes every P adds, P = half of what one filter holds at\n"
+      "  adds and refreshes every P adds, P = half of what one filter holds "
+      "at\n"
       "  fpp 0.001, after a fill to steady state; est_fpp: the table's\n"
       "  estimate after the run, new_rate: adds applied (1 - new_rate: fresh\n"
       "  ids taken for duplicates), refreshes: those paid inside the timed\n"
-      "  single-thread run. add_2threads: rounds of 16384 adds per thread on 2\n"
+      "  single-thread run. add_2threads: rounds of 16384 adds per thread on "
+      "2\n"
       "  threads (keys even / odd), then 16384 on 1 thread (all keys), wall\n"
       "  clock; speedup_2t = adds/s with 2 threads over adds/s with 1, and\n"
       "  the scaling targets pass when inv_speedup = 1 / speedup_2t <= 0.625.\n"
@@ -615,7 +582,7 @@ void bk_bench_register_idem(void) {
     round_ops = QUICK_ROUND_OPS;
     fill_ops = QUICK_FILL_OPS;
   }
-  m_bits = filter_mib * MIB * 8 / (N_PAST + 2);
+  m_bits = filter_mib * BK_FX_MIB * 8 / (N_PAST + 2);
   period = capacity_at(m_bits, DESIGN_K, DESIGN_FPP) / 2;
   if (n_keys % 1000000 == 0)
     snprintf(keys_label, sizeof keys_label, "%lluM",
@@ -624,12 +591,14 @@ void bk_bench_register_idem(void) {
     snprintf(keys_label, sizeof keys_label, "%lluKi",
              (unsigned long long)(n_keys / 1024));
   else
-    snprintf(keys_label, sizeof keys_label, "%llu",
-             (unsigned long long)n_keys);
+    snprintf(keys_label, sizeof keys_label, "%llu", (unsigned long long)n_keys);
   snprintf(fbf_name, sizeof fbf_name, "fbf_%lluMiB_N%u",
            (unsigned long long)filter_mib, N_PAST);
   cases[CASE_NONE].name = "none";
   cases[CASE_FBF].name = fbf_name;
+  for (int c = 0; c < N_CASES; c++)
+    snprintf(cases[c].setup.name, sizeof cases[c].setup.name, "idem %s",
+             cases[c].name);
   char name[96], group[64];
   /* Registration order is run order: none then fbf, one thread then two. */
   for (int o = 0; o < OP_COUNT; o++) {
@@ -639,7 +608,8 @@ void bk_bench_register_idem(void) {
       args[c][o].ic = &cases[c];
       args[c][o].which = (op)o;
       bench_name(name, sizeof name, (strategy_case)c, (op)o);
-      bk_bench_opts opts = {.group = group, .baseline = c == CASE_NONE,
+      bk_bench_opts opts = {.group = group,
+                            .baseline = c == CASE_NONE,
                             .min_time = o == OP_ADD ? MIN_TIME : MIN_TIME_2T};
       bk_bench_register(name, bench_idem, &args[c][o], &opts);
     }

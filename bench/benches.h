@@ -2,6 +2,9 @@
 /*
  * The benchmark files of the suite: each registers its benchmarks and
  * targets with the shim (shim.h) and frees what it built after the run.
+ * Their keys, timed loops, fills and target reporting come from the shared
+ * fixture (fixture.h). A new file adds its pair here, the calls in
+ * bench_main.c and its name in bench/CMakeLists.txt.
  */
 #ifndef BLOOMKIT_BENCH_BENCHES_H
 #define BLOOMKIT_BENCH_BENCHES_H
