@@ -683,6 +683,87 @@ static void set_up_case(int c) {
   }
 }
 
+/* ---- advance over a clock jump ---------------------------------------------
+ *
+ * fbf/advance_1e12/<config>: one bk_fbf_advance over 10^12 time units, with
+ * 64 fresh ids inserted before each (so every jump starts from a filter
+ * with content), on the configs of the tests and the hang reproducer:
+ *   fixed        m 4096, k 3, N 2, t 1000
+ *   adaptive     m 4096, k 3, N 2, t 1, adapt_interval 10^6, step 1 (a
+ *                valid config that took minutes per jump before the
+ *                bounded advance)
+ *   adaptive_t1  m 4096, k 3, N 2, t 1, adapt_interval 1, step 1,
+ *                max_period 10^6 (a tick every unit)
+ * Each must take microseconds, whatever the jump. */
+typedef struct advance_case {
+  const char *name;
+  bk_fbf_config cfg;
+  bk_fbf *f;
+  uint64_t now, next_id;
+} advance_case;
+
+static advance_case advance_cases[] = {
+    {.name = "fixed",
+     .cfg = {.m_bits = 4096, .k = 3, .n_past = 2, .refresh_period = 1000}},
+    {.name = "adaptive",
+     .cfg = {.m_bits = 4096,
+             .k = 3,
+             .n_past = 2,
+             .refresh_period = 1,
+             .adaptive = true,
+             .adapt_interval = 1000000,
+             .period_step = 1}},
+    {.name = "adaptive_t1",
+     .cfg = {.m_bits = 4096,
+             .k = 3,
+             .n_past = 2,
+             .refresh_period = 1,
+             .adaptive = true,
+             .adapt_interval = 1,
+             .period_step = 1,
+             .max_period = 1000000}},
+};
+#define N_ADVANCE_CASES (sizeof advance_cases / sizeof advance_cases[0])
+
+static void bench_advance(bk_bench_state *st, void *arg) {
+  advance_case *ac = arg;
+  if (!ac->f && bk_fbf_create(&ac->f, &ac->cfg) != BK_OK) {
+    bk_bench_skip(st, "bk_fbf_create failed");
+    return;
+  }
+  uint64_t n;
+  while ((n = bk_bench_batch(st)) != 0)
+    for (uint64_t i = 0; i < n; i++) {
+      for (unsigned j = 0; j < 64; j++) {
+        uint64_t id = ac->next_id++;
+        (void)bk_fbf_insert(ac->f, &id, sizeof id);
+      }
+      /* 2^64 / 10^12 jumps reach the end of time: start over. */
+      if (ac->now > UINT64_MAX - 2000000000000u) {
+        bk_fbf_destroy(ac->f);
+        ac->now = 0;
+        if (bk_fbf_create(&ac->f, &ac->cfg) != BK_OK) {
+          bk_bench_skip(st, "bk_fbf_create failed");
+          return;
+        }
+      }
+      ac->now += 1000000000000u;
+      if (bk_fbf_advance(ac->f, ac->now) != BK_OK) {
+        bk_bench_skip(st, "bk_fbf_advance failed");
+        return;
+      }
+    }
+}
+
+static void register_advance(void) {
+  char name[64];
+  for (size_t c = 0; c < N_ADVANCE_CASES; c++) {
+    snprintf(name, sizeof name, "fbf/advance_1e12/%s", advance_cases[c].name);
+    bk_bench_opts opts = {.group = "fbf advance", .min_time = 0.1};
+    bk_bench_register(name, bench_advance, &advance_cases[c], &opts);
+  }
+}
+
 void bk_bench_register_fbf(void) {
   if (bk_bench_quick()) fbf_mib = QUICK_FBF_MIB;
   char name[96], group[64];
@@ -699,8 +780,13 @@ void bk_bench_register_fbf(void) {
     }
   }
   register_targets();
+  register_advance();
 }
 
 void bk_bench_release_fbf(void) {
   for (int c = 0; c < N_CASES; c++) release_case(&cases[c]);
+  for (size_t c = 0; c < N_ADVANCE_CASES; c++) {
+    bk_fbf_destroy(advance_cases[c].f);
+    advance_cases[c].f = NULL;
+  }
 }

@@ -668,29 +668,51 @@ static uint64_t period_run(const bk_fbf *f, int action, unsigned n,
 }
 
 /*
- * Apply `n_ticks` adaptation ticks due at `first`, first + interval, ...
- * during which the filters' contents, and so the estimate, do not change.
- * Equal decisions in a row are applied as one run (a run moves t by many
- * steps at once and is recorded once, at its last tick), and a decision
- * that changes nothing ends the work: the remaining ticks would repeat it.
- * Cost: O(max_filters) runs whatever n_ticks. Returns the time of the tick
- * after the last one applied (saturating).
+ * Apply the adaptation ticks due at `first`, first + interval, ... up to
+ * `limit`, and when `stop_at_refresh`, only those that come before the next
+ * refresh (a tick at the refresh's time comes first): until then the
+ * filters' contents, and so the estimate, do not change. Equal decisions in
+ * a row are applied as one run (a run moves t by many steps at once and is
+ * recorded once, at its last tick), and a decision that changes nothing
+ * ends the work: the remaining ticks would repeat it. A run keeps in mind
+ * that each of its ticks moves the next refresh to the last refresh plus
+ * the new t (set_goal): with t growing a step a tick and ticks no further
+ * apart than a step, the refresh never comes before the run ends.
+ * Cost: O(max_filters) runs whatever the number of ticks. Returns the time
+ * of the first tick not applied (saturating).
  */
-static uint64_t adapt_ticks(bk_fbf *f, uint64_t first, uint64_t n_ticks) {
+static uint64_t adapt_ticks(bk_fbf *f, uint64_t first, uint64_t limit,
+                            bool stop_at_refresh) {
   uint64_t st = __atomic_load_n(&f->state, __ATOMIC_RELAXED);
   double fpp = estimate(f, st, f->check, true);
-  uint64_t at = first, interval = f->adapt_interval;
-  while (n_ticks) {
+  uint64_t at = first, interval = f->adapt_interval, step = f->period_step;
+  bool fixed_point = false;
+  while (at <= limit && (!stop_at_refresh || at <= f->next_refresh)) {
     unsigned n = f->target_count, n1;
     uint64_t t = f->refresh_period, t1;
     int action = adapt_decide(f, fpp, n, t, &n1, &t1);
-    if (!action) break;
+    if (!action) {
+      fixed_point = true;
+      break;
+    }
     uint64_t run = 1;
     if (n1 == n) {
       run = period_run(f, action, n, t);
-      if (run > n_ticks) run = n_ticks;
-      uint64_t moved =
-          run > UINT64_MAX / f->period_step ? UINT64_MAX : run * f->period_step;
+      uint64_t in_limit = (limit - at) / interval + 1;
+      if (run > in_limit) run = in_limit;
+      if (stop_at_refresh) {
+        /* Tick i of the run (i >= 1, at + (i - 1) interval) comes before
+         * the refresh, then at next_refresh +- (i - 1) step. */
+        uint64_t room = f->next_refresh - at, cap = UINT64_MAX;
+        if (action == BK_FBF_GROW)
+          cap = room / (interval > UINT64_MAX - step ? UINT64_MAX
+                                                     : interval + step) +
+                1;
+        else if (interval > step)
+          cap = room / (interval - step) + 1;
+        if (run > cap) run = cap;
+      }
+      uint64_t moved = run > UINT64_MAX / step ? UINT64_MAX : run * step;
       if (action == BK_FBF_GROW) {
         uint64_t floor = f->min_period > window_floor(f, n)
                              ? f->min_period
@@ -705,13 +727,21 @@ static uint64_t adapt_ticks(bk_fbf *f, uint64_t first, uint64_t n_ticks) {
                         : at + (run - 1) * interval;
     set_goal(f, n1, t1, last);
     record(f, last, (bk_fbf_action)action, fpp);
-    n_ticks -= run;
     at = sat_add(last, interval);
     if (at == UINT64_MAX) return at;
   }
-  /* The remaining ticks repeat a decision that changes nothing. */
-  if (n_ticks > (UINT64_MAX - at) / interval) return UINT64_MAX;
-  return at + n_ticks * interval;
+  if (fixed_point) {
+    /* The remaining ticks up to the bound repeat a decision that changes
+     * nothing (and moves no refresh). */
+    uint64_t bound = limit;
+    if (stop_at_refresh && f->next_refresh < bound) bound = f->next_refresh;
+    if (at <= bound) {
+      uint64_t ticks = (bound - at) / interval + 1;
+      at = ticks > (UINT64_MAX - at) / interval ? UINT64_MAX
+                                                : at + ticks * interval;
+    }
+  }
+  return at;
 }
 
 /* True when every filter is empty: nothing to remember or forget, the
@@ -757,13 +787,13 @@ static bk_status advance_locked(bk_fbf *f, uint64_t now) {
     bool refresh_due = f->next_refresh <= now && f->next_refresh != UINT64_MAX;
     if (!tick_due && !refresh_due) break;
     if (tick_due && (!refresh_due || f->next_adapt <= f->next_refresh)) {
-      /* Every tick up to the next refresh sees this estimate; so does every
-       * tick up to when refreshes start to matter, when they are idle. */
-      uint64_t limit = refresh_due ? f->next_refresh : now;
-      uint64_t idle = refresh_due ? idle_until(f, now) : 0;
-      if (idle > limit) limit = idle;
-      uint64_t n_ticks = (limit - f->next_adapt) / f->adapt_interval + 1;
-      f->next_adapt = adapt_ticks(f, f->next_adapt, n_ticks);
+      /* Ticks before the next refresh see one estimate; so do all ticks
+       * while refreshes are idle (every filter empty, or every refresh
+       * deferred until the oldest filter may go). */
+      uint64_t idle = idle_until(f, now);
+      bool stop_at_refresh = idle < f->next_adapt;
+      f->next_adapt = adapt_ticks(
+          f, f->next_adapt, stop_at_refresh ? now : idle, stop_at_refresh);
       if (f->next_adapt == UINT64_MAX && f->next_refresh > now) break;
       continue;
     }
