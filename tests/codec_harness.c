@@ -340,7 +340,9 @@ void bk_test_codec_hostile(const bk_test_codec *c, const void *obj,
   unsigned char *again = bk_test_codec_serialize(c, loaded, &len2, &s);
   assert_non_null(again);
   assert_int_equal(len2, r.len);
-  assert_memory_equal(again, blob, r.len);
+  /* A non-canonical type (bk_idem: key order) is compared by state, in
+   * bk_test_codec_check_accepted below. */
+  if (c->canonical) assert_memory_equal(again, blob, r.len);
   free(again);
   c->destroy(loaded);
   assert_int_equal(st.live, 0);
