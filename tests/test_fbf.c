@@ -795,6 +795,220 @@ static void test_deserialize_stale_schedule(void **state) {
   assert_int_equal(r, 0);
 }
 
+/* ---- regressions of the correctness sweep (issues #15, #16) --------------
+ *
+ * Bounded advance: an adaptive FBF with t = 1 and adapt_interval 10^6 (a
+ * valid config) took 2.2 s for a jump of 10^7, 24 s for 10^8 and minutes
+ * for 2 10^10 (#16.1); ticks every unit with t growing a step a tick kept
+ * postponing the refresh one tick at a time. Each child makes the jumps of
+ * the reproducer up to 2^64 - 2 for fixed and adaptive configs, with
+ * content in the filters, and checks the state is sound after each; the
+ * watchdog (a generous 20 s for all of them, sanitizers included) is the
+ * only clock: before the fix the first child needed hours. */
+static const bk_fbf_config k_jump_cfgs[] = {
+    {.m_bits = 4096, .k = 3, .n_past = 2, .refresh_period = 1000},
+    {.m_bits = 4096,
+     .k = 3,
+     .n_past = 2,
+     .refresh_period = 1,
+     .adaptive = true,
+     .adapt_interval = 1000000,
+     .period_step = 1},
+    {.m_bits = 4096,
+     .k = 3,
+     .n_past = 2,
+     .refresh_period = 1,
+     .adaptive = true,
+     .adapt_interval = 1,
+     .period_step = 1,
+     .max_period = 1000000},
+    {.m_bits = 4096,
+     .k = 3,
+     .n_past = 2,
+     .refresh_period = 1000,
+     .adaptive = true,
+     .target_fpp = 1e-9, /* always over target: grows, t falls */
+     .adapt_interval = 1,
+     .period_step = 1,
+     .min_period = 1,
+     .max_filters = 64},
+};
+
+static void child_jumps(void) {
+  static const uint64_t jumps[] = {
+      10000000,          100000000,         20000000000,   (uint64_t)1 << 40,
+      (uint64_t)1 << 62, (uint64_t)1 << 63, UINT64_MAX - 1};
+  for (size_t c = 0; c < sizeof k_jump_cfgs / sizeof k_jump_cfgs[0]; c++) {
+    for (size_t j = 0; j < sizeof jumps / sizeof jumps[0]; j++) {
+      bk_fbf *f = NULL;
+      if (bk_fbf_create(&f, &k_jump_cfgs[c]) != BK_OK) _exit(3);
+      for (uint64_t id = 0; id < 200; id++) (void)bk_fbf_insert(f, &id, 8);
+      if (bk_fbf_advance(f, jumps[j]) != BK_OK) _exit(4);
+      bk_fbf_info in;
+      if (bk_fbf_info_get(f, &in) != BK_OK || in.now != jumps[j]) _exit(5);
+      /* The schedule is past the clock, the old ids are gone, a new one
+       * is kept, and the state saves and loads. */
+      if (in.next_refresh <= jumps[j]) _exit(6);
+      bool found = true;
+      uint64_t old = 7;
+      (void)bk_fbf_contains(f, &old, 8, &found);
+      if (found) _exit(7);
+      (void)bk_fbf_insert(f, "new", 3);
+      (void)bk_fbf_contains(f, "new", 3, &found);
+      if (!found) _exit(8);
+      size_t size, written;
+      (void)bk_fbf_serialized_size(f, &size);
+      unsigned char *blob = malloc(size);
+      bk_fbf *g = NULL;
+      if (!blob || bk_fbf_serialize(f, blob, size, &written) != BK_OK ||
+          bk_fbf_deserialize(blob, written, NULL, &g) != BK_OK)
+        _exit(9);
+      /* ... and the restored copy jumps to the end of time as promptly. */
+      if (bk_fbf_advance(g, UINT64_MAX) != BK_OK) _exit(10);
+      bk_fbf_destroy(g);
+      free(blob);
+      bk_fbf_destroy(f);
+    }
+  }
+}
+
+static void test_advance_bounded_any_jump(void **state) {
+  (void)state;
+  int r = run_with_watchdog(child_jumps, 20000);
+  if (r == 1)
+    fail_msg(
+        "bk_fbf_advance over 10^7 .. 2^64 - 2 units did not return "
+        "within 20 s (its cost grows with the jump or interval / t)");
+  assert_int_equal(r, 0);
+}
+
+/* #16.2: (capacity, fpp) with an explicit k sizes m for that k: the m of
+ * the default k (191 702 for 10 000 a period at 0.01) gave 0.099, 0.036,
+ * 0.071 and 0.92 at k = 1, 2, 20, 64 for the two periods a filter holds. */
+static void test_create_fixed_k_meets_fpp(void **state) {
+  (void)state;
+  const unsigned ks[] = {1, 2, 20, 64};
+  for (size_t i = 0; i < 4; i++) {
+    bk_fbf_config cfg = {.capacity = 10000,
+                         .fpp = 0.01,
+                         .k = ks[i],
+                         .n_past = 2,
+                         .refresh_period = 100};
+    bk_fbf *f = make(&cfg);
+    bk_fbf_info in = info_of(f);
+    uint64_t want;
+    assert_bk_ok(bk_params_m_for_k(20000, 0.01, ks[i], &want));
+    assert_int_equal(in.k, ks[i]);
+    assert_int_equal(in.m_bits, want);
+    double p;
+    assert_bk_ok(bk_params_fpp(in.m_bits, in.k, 20000, &p));
+    if (!(p <= 0.01 * (1 + 1e-9)))
+      fail_msg("k %u: m %llu gives %g for two periods", ks[i],
+               (unsigned long long)in.m_bits, p);
+    bk_fbf_destroy(f);
+  }
+}
+
+/* #16.6: next_adapt = start_time + adapt_interval wrapped for an interval
+ * near 2^64 and stamped a resize tick at time 989 < start_time. It
+ * saturates: no tick ever, and the state saves and loads. */
+static void test_create_schedule_saturates(void **state) {
+  (void)state;
+  bk_fbf_config cfg = {.m_bits = 4096,
+                       .k = 3,
+                       .n_past = 2,
+                       .refresh_period = 100,
+                       .adaptive = true,
+                       .adapt_interval = UINT64_MAX - 10,
+                       .max_period = 1000, /* an idle tick would act */
+                       .start_time = 1000};
+  bk_fbf *f = make(&cfg);
+  advance(f, 1001);
+  advance(f, 100000);
+  assert_int_equal(bk_fbf_trace_count(f), 0);
+  size_t len;
+  unsigned char *blob = serialize_alloc(f, &len);
+  bk_fbf *g = NULL;
+  assert_bk_ok(bk_test_codec_load(&bk_test_codec_fbf, blob, len, (void **)&g));
+  bk_fbf_destroy(g);
+  free(blob);
+  bk_fbf_destroy(f);
+}
+
+/* States no create plus operations can reach (#15, #16.4), each edit
+ * resealed: BK_ECORRUPT. The first two are the blobs of #15 (N = 2, t = 1,
+ * m = 65536, k = 4, 100 inserts) that made every refresh defer and
+ * bk_fbf_advance loop once a period: min_window 2^62, and became_present
+ * 2^62 (after now) for the occupied slots. Then the counts: zeroed with the
+ * bits kept (the keys were never forgotten: a slot with count 0 was never
+ * swept), or 1 for 1000 keys' bits; and next_refresh "never" at now = 1000
+ * (the filter never refreshed, measured fpp 1.0) - allowed only where
+ * now + t saturates. */
+static void test_deserialize_unreachable(void **state) {
+  (void)state;
+  const bk_test_codec *c = &bk_test_codec_fbf;
+  bk_fbf_config cfg = {
+      .m_bits = 65536, .k = 4, .n_past = 2, .refresh_period = 1};
+  bk_fbf *f = make(&cfg);
+  advance(f, 2); /* head != 0, a past filter in use */
+  for (uint64_t id = 0; id < 100; id++) (void)add_new(f, hash_id(f, id));
+  advance(f, 3);
+  for (uint64_t id = 100; id < 200; id++) (void)add_new(f, hash_id(f, id));
+  size_t len;
+  unsigned char *blob = serialize_alloc(f, &len);
+  const unsigned w = blob[OFF_W], head = blob[OFF_HEAD];
+  assert_bk_ok(bk_test_codec_load(c, blob, len, NULL));
+  bk_test_codec_expect_edit(c, blob, len, OFF_MIN_WINDOW, 8, (uint64_t)1 << 62,
+                            BK_ECORRUPT, "min_window 2^62");
+  unsigned char *m = malloc(len);
+  assert_non_null(m);
+  const size_t bp = OFF_INSERTED + 8 * w, sh = OFF_INSERTED + 16 * w;
+  /* became_present 2^62 for the occupied slots (present and past) */
+  memcpy(m, blob, len);
+  for (unsigned pos = 1; pos < 3; pos++)
+    bk__store_le64(m + bp + 8 * ((head + pos) % w), (uint64_t)1 << 62);
+  bk_test_reseal(m, len);
+  assert_int_equal(bk_test_codec_load(c, m, len, NULL), BK_ECORRUPT);
+  /* one slot after the clock, or older than the next older one */
+  bk_test_codec_expect_edit(c, blob, len, bp + 8 * ((head + 1) % w), 8, 4,
+                            BK_ECORRUPT, "present became present after now");
+  bk_test_codec_expect_edit(c, blob, len, bp + 8 * ((head + 1) % w), 8, 1,
+                            BK_ECORRUPT, "present became present before past");
+  /* counts zeroed, bits kept: in every slot, then only the past one */
+  memcpy(m, blob, len);
+  memset(m + OFF_INSERTED, 0, 8 * w);
+  memset(m + sh, 0, 8 * w);
+  bk_test_reseal(m, len);
+  assert_int_equal(bk_test_codec_load(c, m, len, NULL), BK_ECORRUPT);
+  unsigned past = (head + 2) % w;
+  memcpy(m, blob, len);
+  bk__store_le64(m + OFF_INSERTED + 8 * past, 0);
+  bk__store_le64(m + sh + 8 * past, 0);
+  bk_test_reseal(m, len);
+  assert_int_equal(bk_test_codec_load(c, m, len, NULL), BK_ECORRUPT);
+  /* a count of 1 behind a hundred inserts' bits (k bits an insert) */
+  memcpy(m, blob, len);
+  for (unsigned s = 0; s < w; s++) {
+    if (bk__load_le64(m + OFF_INSERTED + 8 * s) == 0) continue;
+    bk__store_le64(m + OFF_INSERTED + 8 * s, 1);
+    bk__store_le64(m + sh + 8 * s, 0);
+  }
+  bk_test_reseal(m, len);
+  assert_int_equal(bk_test_codec_load(c, m, len, NULL), BK_ECORRUPT);
+  /* "never" refresh at now = 3 */
+  bk_test_codec_expect_edit(c, blob, len, OFF_NEXT_REFRESH, 8, UINT64_MAX,
+                            BK_ECORRUPT, "next_refresh never");
+  free(m);
+  free(blob);
+  /* ... but "never" where the clock really reached the end loads. */
+  advance(f, UINT64_MAX);
+  blob = serialize_alloc(f, &len);
+  assert_int_equal(bk__load_le64(blob + OFF_NEXT_REFRESH), UINT64_MAX);
+  assert_bk_ok(bk_test_codec_load(c, blob, len, NULL));
+  free(blob);
+  bk_fbf_destroy(f);
+}
+
 static void test_advance_near_u64_max(void **state) {
   (void)state;
   int r = run_with_watchdog(child_advance_to_max, 5000);
@@ -2955,6 +3169,10 @@ int main(void) {
       cmocka_unit_test(test_matches_reference),
       cmocka_unit_test(test_idle_jump_equals_small_steps),
       cmocka_unit_test(test_advance_near_u64_max),
+      cmocka_unit_test(test_advance_bounded_any_jump),
+      cmocka_unit_test(test_create_fixed_k_meets_fpp),
+      cmocka_unit_test(test_create_schedule_saturates),
+      cmocka_unit_test(test_deserialize_unreachable),
       cmocka_unit_test(test_window),
       cmocka_unit_test(test_optimized_below_simple),
       cmocka_unit_test(test_eq43_fig62_elements),
