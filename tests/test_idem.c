@@ -38,6 +38,7 @@
 
 #include "bloomkit/fbf.h"
 #include "bloomkit/idem.h"
+#include "bloomkit/params.h"
 #include "bloomkit/rbf.h"
 #include "core/internal.h"
 
@@ -1456,6 +1457,57 @@ static void expect_create_ok(const bk_idem_config *cfg, const char *what) {
   bk_idem_destroy(t);
 }
 
+/* #16.7: the default period ceil(timeout / (N + 1)) wrapped for a timeout
+ * of 2^64 - 1 or 2^64 - 2 (EINVAL) while 2^64 - 3 was accepted. Every
+ * filtered strategy takes them, and the tables save and load. #16.2: k
+ * alone (no m_bits) used the m of the optimal k: with k = 1 the filters
+ * were about 10x too small for their fpp. m now meets fpp with the k
+ * given: each of the N + 2 FBF filters (or the RBF's N + 2 shares) holds
+ * bk_params_m_for_k(2 ops, fpp, 1) bits. */
+static void test_config_edges(void **state) {
+  (void)state;
+  const uint64_t timeouts[] = {UINT64_MAX, UINT64_MAX - 1, UINT64_MAX - 2};
+  const bk_idem_strategy strats[] = {BK_IDEM_FBF, BK_IDEM_FBF_ADAPTIVE,
+                                     BK_IDEM_RBF};
+  for (size_t i = 0; i < 3; i++)
+    for (size_t j = 0; j < 3; j++) {
+      bk_idem_config cfg = {.strategy = strats[j],
+                            .retry_timeout = timeouts[i],
+                            .ops_per_period = 100};
+      bk_idem *t = NULL;
+      bk_status s = bk_idem_create(&t, &cfg);
+      if (s != BK_OK)
+        fail_msg("retry_timeout 2^64 - %llu, strategy %d: %s",
+                 (unsigned long long)(UINT64_MAX - timeouts[i] + 1),
+                 (int)strats[j], bk_status_name(s));
+      int64_t v;
+      assert_int_equal(ADD(t, "k", 1, 1, 1, &v), BK_IDEM_APPLIED);
+      size_t len;
+      unsigned char *blob = bk_test_serialize(&bk_test_codec_idem, t, &len);
+      assert_bk_ok(bk_test_codec_load(&bk_test_codec_idem, blob, len, NULL));
+      free(blob);
+      bk_idem_destroy(t);
+    }
+  uint64_t m1;
+  assert_bk_ok(bk_params_m_for_k(2 * 10000, 0.01, 1, &m1));
+  for (size_t j = 0; j < 3; j++) {
+    bk_idem_config cfg = {.strategy = strats[j],
+                          .retry_timeout = 300,
+                          .ops_per_period = 10000,
+                          .fpp = 0.01,
+                          .k = 1};
+    bk_idem *t = make(&cfg);
+    bk_idem_info in;
+    assert_bk_ok(bk_idem_info_get(t, &in));
+    /* N = 2 by default: 4 filters of m1 bits (RBF: one of 4 m1 bits). */
+    if (in.filter_memory < 4 * m1 / 8)
+      fail_msg("strategy %d, k = 1: %zu bytes of filter, want >= %llu",
+               (int)strats[j], in.filter_memory,
+               (unsigned long long)(4 * m1 / 8));
+    bk_idem_destroy(t);
+  }
+}
+
 static void test_bad_config(void **state) {
   (void)state;
   const bk_idem_config ok = {.retry_timeout = 3000, .ops_per_period = 1000};
@@ -2333,6 +2385,7 @@ int main(void) {
       cmocka_unit_test(test_snapshot_replay),
       cmocka_unit_test(test_iterate_delete_get),
       cmocka_unit_test(test_bad_config),
+      cmocka_unit_test(test_config_edges),
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_overflow),
       cmocka_unit_test(test_deserialize_hostile),

@@ -800,6 +800,18 @@ static void test_deserialize_crafted(void **state) {
     CRAFT("threshold for target 0.999", BK_OK, ins, th_hi, 0, (void)0);
   }
   CRAFT("recycles UINT64_MAX", BK_OK, ins, th, UINT64_MAX, (void)0);
+  /* Bits that no count explains: all 4096 set with 0 inserts counted. Such
+   * a filter calls every id present, counts nothing and never recycles (an
+   * idem RBF table would drop every update). At most k bits an insert, with
+   * 1024 inserts allowed in flight in a snapshot: 3 (0 + 1024) = 3072. */
+  {
+    const size_t bhl = bk__load_le32(bloom + 8);
+    CRAFT("every bit set, nothing counted", BK_ECORRUPT, 0, th, 0,
+          (memset(p + RBF_HLEN + bhl, 0xFF, blen - bhl - 8),
+           bk_test_reseal(p + RBF_HLEN, blen)));
+    /* ... while 1024 inserts beyond a real count of 100 still load. */
+    CRAFT("bits of 100 inserts, 0 counted", BK_OK, 0, th, 0, (void)0);
+  }
   /* The envelope. */
   EDIT("version 2", BK_EVERSION, RBF_OFF_VERSION, 2, 2);
   EDIT("version 0", BK_ECORRUPT, RBF_OFF_VERSION, 2, 0);
