@@ -303,9 +303,10 @@ static void cases_oom(run *r) {
     if (s == BK_OK) {
       r->c->destroy(obj);
       if (st.live != 0)
-        fail_msg("%s: allocation %zu failing: loaded, destroy left %lld "
-                 "blocks",
-                 r->c->name, fail_at, (long long)st.live);
+        fail_msg(
+            "%s: allocation %zu failing: loaded, destroy left %lld "
+            "blocks",
+            r->c->name, fail_at, (long long)st.live);
       break;
     }
     if (s != BK_ENOMEM || obj != SENTINEL || st.live != 0)
@@ -422,4 +423,49 @@ unsigned char *bk_test_serialize(const bk_test_codec *c, const void *obj,
   unsigned char *buf = bk_test_codec_serialize(c, obj, len, &s);
   if (!buf) fail_msg("%s: serialize: %s", c->name, bk_status_name(s));
   return buf;
+}
+
+void bk_test_codec_arguments(const bk_test_codec *c, const void *obj) {
+  size_t size = 0, written = 12345;
+  assert_bk_status(c->serialized_size(NULL, &size), BK_EINVAL);
+  assert_bk_status(c->serialized_size(obj, NULL), BK_EINVAL);
+  assert_bk_ok(c->serialized_size(obj, &size));
+  unsigned char *buf = malloc(size + 16), *pristine = malloc(size + 16);
+  assert_non_null(buf);
+  assert_non_null(pristine);
+  for (size_t i = 0; i < size + 16; i++) pristine[i] = (unsigned char)(i * 7);
+  memcpy(buf, pristine, size + 16);
+  assert_bk_status(c->serialize(NULL, buf, size, &written), BK_EINVAL);
+  assert_bk_status(c->serialize(obj, NULL, size, &written), BK_EINVAL);
+  assert_bk_status(c->serialize(obj, buf, size, NULL), BK_EINVAL);
+  /* Every capacity short of the size is refused, and nothing is written,
+   * not even a prefix. */
+  const size_t stride = size <= 4096 ? 1 : size / 256;
+  for (size_t cap = 0; cap < size; cap++) {
+    /* every capacity of small blobs; of large ones the first and last
+     * 1 KiB and a stride through the rest */
+    if (cap >= 1024 && cap + 1024 < size && cap % stride) continue;
+    bk_status s = c->serialize(obj, buf, cap, &written);
+    if (s != BK_EINVAL)
+      fail_msg("%s: serialize into %zu of %zu bytes: %s", c->name, cap, size,
+               bk_status_name(s));
+    if (memcmp(buf, pristine, size + 16) != 0)
+      fail_msg(
+          "%s: a refused serialize (cap %zu of %zu) wrote into the "
+          "buffer",
+          c->name, cap, size);
+  }
+  /* A larger buffer gets exactly `size` bytes. */
+  assert_bk_ok(c->serialize(obj, buf, size + 16, &written));
+  assert_int_equal(written, size);
+  assert_memory_equal(buf + size, pristine + size, 16);
+  /* deserialize: NULL buffer or out, an allocator without alloc/free. */
+  void *out = (void *)pristine;
+  bk_allocator half = {.alloc = NULL, .free = NULL};
+  assert_bk_status(c->deserialize(NULL, size, NULL, &out), BK_EINVAL);
+  assert_bk_status(c->deserialize(buf, size, NULL, NULL), BK_EINVAL);
+  assert_bk_status(c->deserialize(buf, size, &half, &out), BK_EINVAL);
+  assert_ptr_equal(out, pristine);
+  free(buf);
+  free(pristine);
 }

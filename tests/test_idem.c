@@ -1663,31 +1663,8 @@ static void test_bad_arguments(void **state) {
   assert_bk_status(bk_idem_advance(t, 99), BK_EINVAL);
   assert_bk_status(bk_idem_info_get(NULL, &in), BK_EINVAL);
   assert_bk_status(bk_idem_info_get(t, NULL), BK_EINVAL);
-  size_t size = 0, written = 0;
-  assert_bk_status(bk_idem_serialized_size(NULL, &size), BK_EINVAL);
-  assert_bk_status(bk_idem_serialized_size(t, NULL), BK_EINVAL);
-
-  /* serialize: every capacity short of the size is refused. */
-  assert_bk_ok(bk_idem_serialized_size(t, &size));
-  unsigned char *buf = malloc(size + 16);
-  assert_non_null(buf);
-  assert_bk_status(bk_idem_serialize(NULL, buf, size, &written), BK_EINVAL);
-  assert_bk_status(bk_idem_serialize(t, NULL, size, &written), BK_EINVAL);
-  assert_bk_status(bk_idem_serialize(t, buf, size, NULL), BK_EINVAL);
-  for (size_t cap = 0; cap < size; cap++)
-    if (bk_idem_serialize(t, buf, cap, &written) != BK_EINVAL)
-      fail_msg("serialize into %zu of %zu bytes was not refused", cap, size);
-  assert_bk_ok(bk_idem_serialize(t, buf, size + 16, &written));
-  assert_int_equal(written, size);
-
-  /* deserialize */
-  bk_idem *r = SENTINEL;
-  bk_allocator half = {.alloc = NULL, .free = NULL};
-  assert_bk_status(bk_idem_deserialize(NULL, size, NULL, &r), BK_EINVAL);
-  assert_bk_status(bk_idem_deserialize(buf, size, NULL, NULL), BK_EINVAL);
-  assert_bk_status(bk_idem_deserialize(buf, size, &half, &r), BK_EINVAL);
-  assert_ptr_equal(r, SENTINEL);
-  free(buf);
+  /* serialize / deserialize: the codec's argument rules */
+  bk_test_codec_arguments(&bk_test_codec_idem, t);
   bk_idem_destroy(t);
   bk_idem_destroy(d);
 }

@@ -900,27 +900,7 @@ static void test_serialize_bad_arguments(void **state) {
   (void)state;
   bk_rbf_config cfg = {.m_bits = 1000, .k = 3};
   bk_rbf *r = make(&cfg);
-  size_t size = 0, written = 0;
-  assert_bk_status(bk_rbf_serialized_size(NULL, &size), BK_EINVAL);
-  assert_bk_status(bk_rbf_serialized_size(r, NULL), BK_EINVAL);
-  assert_bk_ok(bk_rbf_serialized_size(r, &size));
-  unsigned char *buf = malloc(size + 16);
-  assert_non_null(buf);
-  assert_bk_status(bk_rbf_serialize(NULL, buf, size, &written), BK_EINVAL);
-  assert_bk_status(bk_rbf_serialize(r, NULL, size, &written), BK_EINVAL);
-  assert_bk_status(bk_rbf_serialize(r, buf, size, NULL), BK_EINVAL);
-  for (size_t cap = 0; cap < size; cap++)
-    if (bk_rbf_serialize(r, buf, cap, &written) != BK_EINVAL)
-      fail_msg("serialize into %zu of %zu bytes was not refused", cap, size);
-  assert_bk_ok(bk_rbf_serialize(r, buf, size + 16, &written));
-  assert_int_equal(written, size);
-  bk_rbf *q = SENTINEL;
-  bk_allocator half = {.alloc = NULL, .free = NULL};
-  assert_bk_status(bk_rbf_deserialize(NULL, size, NULL, &q), BK_EINVAL);
-  assert_bk_status(bk_rbf_deserialize(buf, size, NULL, NULL), BK_EINVAL);
-  assert_bk_status(bk_rbf_deserialize(buf, size, &half, &q), BK_EINVAL);
-  assert_ptr_equal(q, SENTINEL);
-  free(buf);
+  bk_test_codec_arguments(&bk_test_codec_rbf, r);
   bk_rbf_destroy(r);
 }
 

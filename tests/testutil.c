@@ -4,8 +4,12 @@
  * Each block carries a 16-byte header holding its size so frees can be
  * accounted without a lookup table.
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include "testutil.h"
 
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,4 +80,17 @@ uint64_t bk_test_seed(uint64_t fallback) {
     printed = 1;
   }
   return seed;
+}
+
+void bk_test_spin_wait(bk_test_spin_barrier *b) {
+  unsigned gen = atomic_load(&b->generation);
+  if (atomic_fetch_add(&b->arrived, 1) == 1) {
+    atomic_store(&b->arrived, 0);
+    atomic_fetch_add(&b->generation, 1);
+  } else {
+    /* spin briefly, then yield: on a loaded machine the partner may not
+     * be running, and spinning through its time slice would stall us */
+    for (unsigned spins = 0; atomic_load(&b->generation) == gen; spins++)
+      if (spins > 1000) sched_yield();
+  }
 }

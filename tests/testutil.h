@@ -74,6 +74,24 @@ void bk_test_codec_hostile(const bk_test_codec *c, const void *obj,
 bk_status bk_test_codec_load(const bk_test_codec *c, const unsigned char *blob,
                              size_t len, void **out);
 
+/* The argument rules every type's codec shares: serialized_size and
+ * serialize with NULL arguments, every capacity short of the size (beyond
+ * 4 KiB: the first and last 1 KiB and 256 between) refused
+ * with nothing written, a larger buffer given exactly the size, and
+ * deserialize with a NULL buffer or out or an allocator without alloc/free:
+ * BK_EINVAL with the out-parameter untouched. */
+void bk_test_codec_arguments(const bk_test_codec *c, const void *obj);
+
+/* A two-thread spinning barrier: both threads leave within nanoseconds of
+ * each other (a futex-based pthread barrier can skew them by tens of
+ * microseconds), which is what makes concurrency tests race on the same
+ * words. Zero-initialise, then bk_test_spin_wait from both threads. */
+typedef struct bk_test_spin_barrier {
+  _Atomic unsigned arrived;
+  _Atomic unsigned generation;
+} bk_test_spin_barrier;
+void bk_test_spin_wait(bk_test_spin_barrier *b);
+
 /* Store the little-endian `width`-byte `value` at blob[off] in a copy,
  * reseal, load, and require `want` (`what` names the case on failure). */
 void bk_test_codec_expect_edit(const bk_test_codec *c,

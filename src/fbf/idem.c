@@ -528,7 +528,14 @@ static bk_status serialize_locked(const bk_idem *t, unsigned char *p,
   size_t fsize, fw = 0;
   BK_TRY(filter_size(t, &fsize));
   size_t header = IDEM_HEADER_LEN;
-  BK_RETURN_IF(cap < header + fsize + BK__TRAILER_SIZE, BK_EINVAL);
+  /* The whole size first (every stripe is locked, so it cannot change):
+   * a refused call writes nothing. */
+  size_t need = header + fsize + BK__TRAILER_SIZE;
+  for (unsigned i = 0; i < N_STRIPES; i++)
+    for (uint64_t b = 0; b < t->stripes[i].n_buckets; b++)
+      for (entry *e = t->stripes[i].buckets[b]; e; e = e->next)
+        need += 12 + e->len;
+  BK_RETURN_IF(cap < need, BK_EINVAL);
   if (t->fbf) BK_TRY(bk_fbf_serialize(t->fbf, p + header, fsize, &fw));
   if (t->rbf) BK_TRY(bk_rbf_serialize(t->rbf, p + header, fsize, &fw));
   size_t pos = header + fw;
@@ -539,8 +546,6 @@ static bk_status serialize_locked(const bk_idem *t, unsigned char *p,
     duplicates += s->duplicates;
     for (uint64_t b = 0; b < s->n_buckets; b++)
       for (entry *e = s->buckets[b]; e; e = e->next) {
-        if (cap - pos < 12 + (size_t)e->len + BK__TRAILER_SIZE)
-          return BK_EINVAL; /* the table grew since serialized_size */
         bk__store_le32(p + pos, e->len);
         memcpy(p + pos + 4, e->key, e->len);
         bk__store_le64(p + pos + 4 + e->len, (uint64_t)e->value);
