@@ -553,6 +553,11 @@ static inline uint64_t sat_add(uint64_t a, uint64_t b) {
   return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+/* a + n b, the time n periods (or intervals) b after a, saturating. */
+static inline uint64_t sat_add_mul(uint64_t a, uint64_t n, uint64_t b) {
+  return sat_add(a, sat_mul(n, b));
+}
+
 /* ---- adaptive resizing (Sec. 3.5, Algorithm 3) -------------------------- */
 
 static void record(bk_fbf *f, uint64_t now, bk_fbf_action action, double fpp) {
@@ -591,6 +596,13 @@ static uint64_t window_floor(const bk_fbf *f, unsigned n) {
   return (f->min_window + d - 1) / d;
 }
 
+/* The shortest t a goal of n filters may have: min_period, and where the
+ * n filters still cover min_window. */
+static uint64_t period_floor(const bk_fbf *f, unsigned n) {
+  uint64_t floor = window_floor(f, n);
+  return floor > f->min_period ? floor : f->min_period;
+}
+
 /* Algorithm 3's decision for an estimate `fpp` at goal (n, t): the new
  * goal in *n_out, *t_out and the action, 0 when nothing changes. */
 static int adapt_decide(const bk_fbf *f, double fpp, unsigned n, uint64_t t,
@@ -602,8 +614,7 @@ static int adapt_decide(const bk_fbf *f, double fpp, unsigned n, uint64_t t,
      * the period floored where the grown filters still cover min_window. */
     unsigned grown = 2 * n > f->max_filters ? f->max_filters : 2 * n;
     uint64_t shorter = t > f->period_step ? t - f->period_step : 0;
-    if (shorter < f->min_period) shorter = f->min_period;
-    if (shorter < window_floor(f, grown)) shorter = window_floor(f, grown);
+    if (shorter < period_floor(f, grown)) shorter = period_floor(f, grown);
     if (shorter > t) shorter = t;
     *n_out = grown;
     *t_out = shorter;
@@ -652,8 +663,7 @@ static uint64_t period_run(const bk_fbf *f, int action, unsigned n,
   if (action == BK_FBF_GROW) {
     /* n is at max_filters (or doubling changes nothing): t falls to its
      * floor and stays. */
-    uint64_t floor = f->min_period;
-    if (floor < window_floor(f, n)) floor = window_floor(f, n);
+    uint64_t floor = period_floor(f, n);
     return t > floor ? div_ceil(t - floor, step) : 1;
   }
   uint64_t run = t < f->max_period ? div_ceil(f->max_period - t, step) : 1;
@@ -705,26 +715,20 @@ static uint64_t adapt_ticks(bk_fbf *f, uint64_t first, uint64_t limit,
          * the refresh, then at next_refresh +- (i - 1) step. */
         uint64_t room = f->next_refresh - at, cap = UINT64_MAX;
         if (action == BK_FBF_GROW)
-          cap = room / (interval > UINT64_MAX - step ? UINT64_MAX
-                                                     : interval + step) +
-                1;
+          cap = room / sat_add(interval, step) + 1;
         else if (interval > step)
           cap = room / (interval - step) + 1;
         if (run > cap) run = cap;
       }
-      uint64_t moved = run > UINT64_MAX / step ? UINT64_MAX : run * step;
+      uint64_t moved = sat_mul(run, step);
       if (action == BK_FBF_GROW) {
-        uint64_t floor = f->min_period > window_floor(f, n)
-                             ? f->min_period
-                             : window_floor(f, n);
+        uint64_t floor = period_floor(f, n);
         t1 = t - floor > moved ? t - moved : floor;
       } else {
         t1 = f->max_period - t > moved ? t + moved : f->max_period;
       }
     }
-    uint64_t last = run - 1 > (UINT64_MAX - at) / interval
-                        ? UINT64_MAX
-                        : at + (run - 1) * interval;
+    uint64_t last = sat_add_mul(at, run - 1, interval);
     set_goal(f, n1, t1, last);
     record(f, last, (bk_fbf_action)action, fpp);
     at = sat_add(last, interval);
@@ -735,11 +739,8 @@ static uint64_t adapt_ticks(bk_fbf *f, uint64_t first, uint64_t limit,
      * nothing (and moves no refresh). */
     uint64_t bound = limit;
     if (stop_at_refresh && f->next_refresh < bound) bound = f->next_refresh;
-    if (at <= bound) {
-      uint64_t ticks = (bound - at) / interval + 1;
-      at = ticks > (UINT64_MAX - at) / interval ? UINT64_MAX
-                                                : at + ticks * interval;
-    }
+    if (at <= bound)
+      at = sat_add_mul(at, (bound - at) / interval + 1, interval);
   }
   return at;
 }
@@ -814,10 +815,7 @@ static bk_status advance_locked(bk_fbf *f, uint64_t now) {
       uint64_t idle = idle_until(f, limit);
       if (idle < f->next_refresh) continue;
       skip = (idle - f->next_refresh) / f->refresh_period + 1;
-      f->next_refresh =
-          skip > (UINT64_MAX - f->next_refresh) / f->refresh_period
-              ? UINT64_MAX
-              : f->next_refresh + skip * f->refresh_period;
+      f->next_refresh = sat_add_mul(f->next_refresh, skip, f->refresh_period);
       f->deferred += skip;
     } else if (BK__ST_COUNT(st) == f->target_count && all_empty(f) &&
                skip > f->width) {
