@@ -542,20 +542,9 @@ static bool refresh(bk_fbf *f, uint64_t now) {
   return true;
 }
 
-/* a * b, stuck at UINT64_MAX (a window longer than time itself). */
-static inline uint64_t sat_mul(uint64_t a, uint64_t b) {
-  uint64_t r;
-  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
-}
-
-/* a + b, stuck at UINT64_MAX: a clock at the end of time has no next event. */
-static inline uint64_t sat_add(uint64_t a, uint64_t b) {
-  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
 /* a + n b, the time n periods (or intervals) b after a, saturating. */
 static inline uint64_t sat_add_mul(uint64_t a, uint64_t n, uint64_t b) {
-  return sat_add(a, sat_mul(n, b));
+  return bk__sat_add(a, bk__sat_mul(n, b));
 }
 
 /* ---- adaptive resizing (Sec. 3.5, Algorithm 3) -------------------------- */
@@ -583,7 +572,7 @@ static void set_goal(bk_fbf *f, unsigned n_filters, uint64_t period,
                         ? f->next_refresh - f->refresh_period
                         : 0;
     f->refresh_period = period;
-    uint64_t next = sat_add(last, period);
+    uint64_t next = bk__sat_add(last, period);
     f->next_refresh = next > at ? next : at;
   }
 }
@@ -715,12 +704,12 @@ static uint64_t adapt_ticks(bk_fbf *f, uint64_t first, uint64_t limit,
          * the refresh, then at next_refresh +- (i - 1) step. */
         uint64_t room = f->next_refresh - at, cap = UINT64_MAX;
         if (action == BK_FBF_GROW)
-          cap = room / sat_add(interval, step) + 1;
+          cap = room / bk__sat_add(interval, step) + 1;
         else if (interval > step)
           cap = room / (interval - step) + 1;
         if (run > cap) run = cap;
       }
-      uint64_t moved = sat_mul(run, step);
+      uint64_t moved = bk__sat_mul(run, step);
       if (action == BK_FBF_GROW) {
         uint64_t floor = period_floor(f, n);
         t1 = t - floor > moved ? t - moved : floor;
@@ -731,7 +720,7 @@ static uint64_t adapt_ticks(bk_fbf *f, uint64_t first, uint64_t limit,
     uint64_t last = sat_add_mul(at, run - 1, interval);
     set_goal(f, n1, t1, last);
     record(f, last, (bk_fbf_action)action, fpp);
-    at = sat_add(last, interval);
+    at = bk__sat_add(last, interval);
     if (at == UINT64_MAX) return at;
   }
   if (fixed_point) {
@@ -762,7 +751,7 @@ static uint64_t idle_until(const bk_fbf *f, uint64_t now) {
   unsigned count = BK__ST_COUNT(st);
   if (count != f->width) return 0;
   unsigned oldest = slot_at(f, BK__ST_HEAD(st), count - 1);
-  uint64_t droppable_at = sat_add(f->became_present[oldest], f->min_window);
+  uint64_t droppable_at = bk__sat_add(f->became_present[oldest], f->min_window);
   if (droppable_at <= f->next_refresh) return 0;
   return droppable_at - 1 < now ? droppable_at - 1 : now;
 }
@@ -801,7 +790,7 @@ static bk_status advance_locked(bk_fbf *f, uint64_t now) {
     uint64_t at = f->next_refresh;
     bool done = refresh(f, at);
     if (!done) f->deferred++;
-    f->next_refresh = sat_add(at, f->refresh_period);
+    f->next_refresh = bk__sat_add(at, f->refresh_period);
     if (f->next_refresh == UINT64_MAX) break; /* no refresh is ever due again */
     if (f->next_refresh > now) continue;
     /* Refreshes before the next tick that change nothing are skipped. */
@@ -990,7 +979,7 @@ bk_status bk_fbf_create(bk_fbf **out, const bk_fbf_config *cfg) {
   f->state = BK__ST_MAKE(0, n_filters, 0, 0, 0);
   f->now = cfg->start_time;
   f->refresh_period = t;
-  f->next_refresh = sat_add(cfg->start_time, t);
+  f->next_refresh = bk__sat_add(cfg->start_time, t);
   f->min_window = min_window;
   f->target_count = n_filters;
   f->adaptive = cfg->adaptive;
@@ -999,7 +988,7 @@ bk_status bk_fbf_create(bk_fbf **out, const bk_fbf_config *cfg) {
                       : (cfg->fpp != 0.0 ? cfg->fpp : DEFAULT_FPP);
   f->adapt_interval =
       cfg->adapt_interval ? cfg->adapt_interval : DEFAULT_ADAPT_INTERVAL;
-  f->next_adapt = sat_add(cfg->start_time, f->adapt_interval);
+  f->next_adapt = bk__sat_add(cfg->start_time, f->adapt_interval);
   f->period_step = step;
   f->min_period = min_period;
   f->max_period = max_period;
@@ -1039,8 +1028,8 @@ bk_status bk_fbf_info_get(const bk_fbf *f, bk_fbf_info *out) {
   out->min_window = f->min_window;
   out->now = f->now;
   out->next_refresh = f->next_refresh;
-  out->window_min = sat_mul((uint64_t)(count - 1), f->refresh_period);
-  out->window_max = sat_mul((uint64_t)count, f->refresh_period);
+  out->window_min = bk__sat_mul((uint64_t)(count - 1), f->refresh_period);
+  out->window_max = bk__sat_mul((uint64_t)count, f->refresh_period);
   out->refreshes = f->refreshes;
   out->deferred = f->deferred;
   /* Set bits per slot: popcount of each word under the slot's bit pattern,
@@ -1092,7 +1081,7 @@ void bk__fbf_summary(const bk_fbf *f, unsigned *n_filters,
   unsigned count = BK__ST_COUNT(__atomic_load_n(&f->state, __ATOMIC_ACQUIRE));
   *n_filters = count;
   *refresh_period = f->refresh_period;
-  *window_min = sat_mul((uint64_t)(count - 1), f->refresh_period);
+  *window_min = bk__sat_mul((uint64_t)(count - 1), f->refresh_period);
   *memory = sizeof *f + f->region.size + f->chunk_region.size + f->locks.size;
   pthread_mutex_unlock(&mf->mu);
 }

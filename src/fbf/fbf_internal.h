@@ -99,14 +99,21 @@ struct bk_fbf {
   size_t trace_len; /* events ever recorded */
 };
 
+/* a + b and a * b stuck at UINT64_MAX, the schedule's "never": a clock at
+ * the end of time has no next event, a window longer than time is all. */
+static inline uint64_t bk__sat_add(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+static inline uint64_t bk__sat_mul(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 /* True when a goal of n filters at period t cannot keep min_window:
  * (n - 1) t < min_window (Algorithm 3, create and resize keep this false). */
 static inline bool bk__fbf_window_short(unsigned n, uint64_t t,
                                         uint64_t min_window) {
-  uint64_t cover;
-  if (n < 2) return true;
-  if (__builtin_mul_overflow((uint64_t)(n - 1), t, &cover)) return false;
-  return cover < min_window;
+  return n < 2 || bk__sat_mul((uint64_t)(n - 1), t) < min_window;
 }
 
 static inline uint64_t bk__fbf_count(const bk_fbf *f, unsigned slot) {

@@ -204,12 +204,11 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
   uint64_t now = bk__load_le64(p + 56);
   uint64_t next_refresh = bk__load_le64(p + 64);
   uint64_t next_adapt = bk__load_le64(p + 120);
-  uint64_t refresh_limit = now > UINT64_MAX - t ? UINT64_MAX : now + t;
+  uint64_t refresh_limit = bk__sat_add(now, t);
   BK_RETURN_IF(
       next_refresh < now || next_refresh > refresh_limit || next_refresh < t,
       BK_ECORRUPT);
-  uint64_t adapt_limit =
-      now > UINT64_MAX - interval ? UINT64_MAX : now + interval;
+  uint64_t adapt_limit = bk__sat_add(now, interval);
   if (adaptive)
     BK_RETURN_IF((next_adapt <= now && next_adapt != UINT64_MAX) ||
                      next_adapt > adapt_limit || next_adapt < interval,

@@ -482,17 +482,25 @@ static bk_status filter_size(const bk_idem *t, size_t *out) {
   return BK_OK;
 }
 
+/* Bytes of the key records of stripe i; the caller holds its lock. */
+static size_t records_size(const bk_idem *t, unsigned i) {
+  size_t total = 0;
+  const stripe *s = &t->stripes[i];
+  for (uint64_t b = 0; b < s->n_buckets; b++)
+    for (const entry *e = s->buckets[b]; e; e = e->next) total += 12 + e->len;
+  return total;
+}
+
 bk_status bk_idem_serialized_size(const bk_idem *t, size_t *out) {
   BK_RETURN_IF(!t || !out, BK_EINVAL);
   size_t total;
   BK_TRY(filter_size(t, &total));
   total += IDEM_HEADER_LEN + BK__TRAILER_SIZE;
   for (unsigned i = 0; i < N_STRIPES; i++) {
-    stripe *s = (stripe *)&t->stripes[i];
-    pthread_mutex_lock(&s->mu);
-    for (uint64_t b = 0; b < s->n_buckets; b++)
-      for (entry *e = s->buckets[b]; e; e = e->next) total += 12 + e->len;
-    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_t *mu = (pthread_mutex_t *)&t->stripes[i].mu;
+    pthread_mutex_lock(mu);
+    total += records_size(t, i);
+    pthread_mutex_unlock(mu);
   }
   *out = total;
   return BK_OK;
@@ -531,10 +539,7 @@ static bk_status serialize_locked(const bk_idem *t, unsigned char *p,
   /* The whole size first (every stripe is locked, so it cannot change):
    * a refused call writes nothing. */
   size_t need = header + fsize + BK__TRAILER_SIZE;
-  for (unsigned i = 0; i < N_STRIPES; i++)
-    for (uint64_t b = 0; b < t->stripes[i].n_buckets; b++)
-      for (entry *e = t->stripes[i].buckets[b]; e; e = e->next)
-        need += 12 + e->len;
+  for (unsigned i = 0; i < N_STRIPES; i++) need += records_size(t, i);
   BK_RETURN_IF(cap < need, BK_EINVAL);
   if (t->fbf) BK_TRY(bk_fbf_serialize(t->fbf, p + header, fsize, &fw));
   if (t->rbf) BK_TRY(bk_rbf_serialize(t->rbf, p + header, fsize, &fw));
