@@ -60,12 +60,15 @@ void bk_test_reseal(unsigned char *blob, size_t len) {
 
 /* ---- bits ---------------------------------------------------------------- */
 
-static const char *bits_exercise(void *obj) {
+static const char *bits_exercise(void *obj, uint64_t seed) {
   bk_bits *bits = obj;
   uint64_t n = bk_bits_size(bits), ones = 0;
   EX_CHECK(n >= 1);
   EX_CHECK(bk_bits_popcount(bits, &ones) == BK_OK && ones <= n);
   bool was, v;
+  uint64_t any = seed % n;
+  EX_CHECK(bk_bits_test_and_set(bits, any, &was) == BK_OK);
+  EX_CHECK(bk_bits_test(bits, any, &v) == BK_OK && v);
   EX_CHECK(bk_bits_test_and_set(bits, n - 1, &was) == BK_OK);
   EX_CHECK(bk_bits_test(bits, n - 1, &v) == BK_OK && v);
   EX_CHECK(bk_bits_test(bits, n, &v) == BK_EINVAL);
@@ -80,7 +83,7 @@ BK_TEST_CODEC(bits, BK__TYPE_BITS, 1, true, NULL);
 
 /* ---- counters ------------------------------------------------------------ */
 
-static const char *counters_exercise(void *obj) {
+static const char *counters_exercise(void *obj, uint64_t seed) {
   bk_counters *c = obj;
   uint64_t n = bk_counters_size(c);
   unsigned width = bk_counters_width(c);
@@ -88,8 +91,8 @@ static const char *counters_exercise(void *obj) {
   EX_CHECK(n >= 1);
   EX_CHECK(width == 4 || width == 8 || width == 16 || width == 32);
   EX_CHECK(max == (width == 32 ? UINT32_MAX : (1u << width) - 1));
-  const uint64_t probe[3] = {0, n / 2, n - 1};
-  for (int i = 0; i < 3; i++) {
+  const uint64_t probe[4] = {0, n / 2, n - 1, seed % n};
+  for (int i = 0; i < 4; i++) {
     uint32_t v = 0, after = 0;
     EX_CHECK(bk_counters_get(c, probe[i], &v) == BK_OK && v <= max);
     bk_status s = bk_counters_inc(c, probe[i], &after);
@@ -105,7 +108,7 @@ BK_TEST_CODEC(counters, BK__TYPE_COUNTERS, 1, true, NULL);
 
 /* ---- bloom --------------------------------------------------------------- */
 
-static const char *bloom_exercise(void *obj) {
+static const char *bloom_exercise(void *obj, uint64_t seed) {
   bk_bloom *b = obj;
   bk_bloom_info info;
   EX_CHECK(bk_bloom_info_get(b, &info) == BK_OK);
@@ -114,6 +117,9 @@ static const char *bloom_exercise(void *obj) {
   EX_CHECK(bk_bloom_cardinality(b, &d) == BK_OK && d >= 0);
   EX_CHECK(bk_bloom_fill_fpp(b, &d) == BK_OK && d >= 0 && d <= 1);
   bool found, added;
+  EX_CHECK(bk_bloom_contains(b, &seed, sizeof seed, &found) == BK_OK);
+  EX_CHECK(bk_bloom_add(b, &seed, sizeof seed) == BK_OK);
+  EX_CHECK(bk_bloom_contains(b, &seed, sizeof seed, &found) == BK_OK && found);
   EX_CHECK(bk_bloom_contains(b, "probe", 5, &found) == BK_OK);
   EX_CHECK(bk_bloom_add_if_absent(b, "probe", 5, &added) == BK_OK);
   EX_CHECK(!(found && added));
@@ -138,7 +144,17 @@ BK_TEST_CODEC(bloom, BK__TYPE_BLOOM, 1, true, NULL);
 
 /* ---- fbf ----------------------------------------------------------------- */
 
-static const char *fbf_exercise(void *obj) {
+/* now + j periods of length t, saturating below UINT64_MAX, where seed
+ * picks j: a few (0..7), up to 2^20, or up to 2^48 periods. */
+static uint64_t random_jump(uint64_t now, uint64_t t, uint64_t seed) {
+  static const unsigned bits[3] = {3, 20, 48};
+  uint64_t j = (seed >> 2) & ((UINT64_C(1) << bits[(seed & 3) % 3]) - 1);
+  if (t == 0) t = 1;
+  if (now >= UINT64_MAX - 1) return now;
+  return j > (UINT64_MAX - 1 - now) / t ? UINT64_MAX - 1 : now + j * t;
+}
+
+static const char *fbf_exercise(void *obj, uint64_t seed) {
   bk_fbf *f = obj;
   bool v;
   bk_hash h = {0x1234, 0x5678};
@@ -160,6 +176,12 @@ static const char *fbf_exercise(void *obj) {
                        : info.now + info.refresh_period;
   EX_CHECK(bk_fbf_advance(f, later) == BK_OK);
   EX_CHECK(bk_fbf_contains_hash(f, h, &v) == BK_OK);
+  /* A jump the seed picks: a few periods, up to 2^20, or up to 2^48. */
+  EX_CHECK(bk_fbf_info_get(f, &info) == BK_OK);
+  later = random_jump(info.now, info.refresh_period, seed);
+  EX_CHECK(bk_fbf_advance(f, later) == BK_OK);
+  EX_CHECK(bk_fbf_insert_hash(f, h) == BK_OK);
+  EX_CHECK(bk_fbf_contains_hash(f, h, &v) == BK_OK && v);
   /* Whatever the state says, no call's time grows with the clock: jumps
    * of 2^40 periods and to the end of time return (a hang here is caught
    * by ctest's timeout or libFuzzer's -timeout). */
@@ -181,12 +203,18 @@ BK_TEST_CODEC(fbf, BK__TYPE_FBF, 1, true, NULL);
 
 /* ---- rbf ----------------------------------------------------------------- */
 
-static const char *rbf_exercise(void *obj) {
+static const char *rbf_exercise(void *obj, uint64_t seed) {
   bk_rbf *r = obj;
   bool v;
-  bk_hash h = {0x1234, 0x5678};
+  bk_hash h = {seed, seed * 0x9E3779B97F4A7C15u};
+  bk_rbf_info before, after;
+  EX_CHECK(bk_rbf_info_get(r, &before) == BK_OK);
   EX_CHECK(bk_rbf_contains_hash(r, h, &v) == BK_OK);
   EX_CHECK(bk_rbf_insert_hash(r, h) == BK_OK);
+  EX_CHECK(bk_rbf_info_get(r, &after) == BK_OK);
+  /* Found, unless this insert was the one that recycled the filter. */
+  EX_CHECK(bk_rbf_contains_hash(r, h, &v) == BK_OK &&
+           (v || after.recycles != before.recycles));
   bool is_new;
   EX_CHECK(bk_rbf_insert_if_absent(r, "x", 1, &is_new) == BK_OK);
   double fpp;
@@ -207,7 +235,7 @@ static int count_keys(void *ctx, const void *key, size_t len, int64_t value) {
   return 0;
 }
 
-static const char *idem_exercise(void *obj) {
+static const char *idem_exercise(void *obj, uint64_t seed) {
   bk_idem *t = obj;
   bk_idem_info info;
   EX_CHECK(bk_idem_info_get(t, &info) == BK_OK);
@@ -232,7 +260,11 @@ static const char *idem_exercise(void *obj) {
       EX_CHECK(s == BK_OK && o == BK_IDEM_DUPLICATE);
     }
   }
-  /* The clock can jump to the end of time promptly. */
+  /* The clock can jump anywhere, up to the end of time, promptly. */
+  EX_CHECK(bk_idem_info_get(t, &info) == BK_OK);
+  /* (The table does not tell its clock: from 0, EINVAL when it is past.) */
+  s = bk_idem_advance(t, random_jump(0, info.refresh_period, seed));
+  EX_CHECK(s == BK_OK || s == BK_EINVAL);
   s = bk_idem_advance(t, UINT64_MAX / 2);
   EX_CHECK(s == BK_OK || s == BK_EINVAL); /* EINVAL: the clock is past it */
   EX_CHECK(bk_idem_advance(t, UINT64_MAX) == BK_OK);
@@ -339,7 +371,23 @@ const char *bk_test_codec_check_accepted(const bk_test_codec *c,
   if (copy) c->destroy(copy);
   free(third);
   free(again);
-  if (!why) why = c->exercise(obj);
+  if (!why) why = c->exercise(obj, (uint64_t)XXH3_64bits(blob, len));
+  /* The exercised object still round-trips. */
+  unsigned char *after = NULL, *after2 = NULL;
+  void *back = NULL;
+  size_t alen = 0, alen2 = 0;
+  if (!why && !(after = bk_test_codec_serialize(c, obj, &alen, &s)))
+    why = "an exercised object does not serialize";
+  else if (!why && c->deserialize(after, alen, NULL, &back) != BK_OK)
+    why = "an exercised object's bytes do not load";
+  else if (!why && c->same)
+    why = c->same(obj, back);
+  else if (!why && (!(after2 = bk_test_codec_serialize(c, back, &alen2, &s)) ||
+                    alen2 != alen || memcmp(after2, after, alen) != 0))
+    why = "an exercised object does not re-serialize to the same bytes";
+  if (back) c->destroy(back);
+  free(after2);
+  free(after);
   c->destroy(obj);
   return why;
 }

@@ -45,9 +45,10 @@ typedef struct bk_test_codec {
   /* For non-canonical types: NULL when a and b hold the same state, else
    * what differs. */
   const char *(*same)(const void *a, const void *b);
-  /* Public calls on an accepted object (it may modify it). Returns NULL, or
-   * a description of the first call that misbehaved. */
-  const char *(*exercise)(void *obj);
+  /* Public calls on an accepted object (it may modify it). `seed` (a hash
+   * of the loaded blob) picks the random parts, e.g. clock jumps. Returns
+   * NULL, or a description of the first call that misbehaved. */
+  const char *(*exercise)(void *obj, uint64_t seed);
 } bk_test_codec;
 
 extern const bk_test_codec bk_test_codec_bits;
@@ -69,7 +70,9 @@ unsigned char *bk_test_codec_serialize(const bk_test_codec *c, const void *obj,
 
 /* Load blob (which has a valid checksum) and, if accepted, check what the
  * harness asks of any accepted object: re-serialization (canonical, or
- * stable), and the exercise calls. Returns NULL or what went wrong; the
+ * stable), the exercise calls, and that the exercised object serializes,
+ * loads again and re-serializes to the same bytes (or, for a non-canonical
+ * type, to a `same` state). Returns NULL or what went wrong; the
  * load status goes to *status. Used by both the harness and the fuzzers. */
 const char *bk_test_codec_check_accepted(const bk_test_codec *c,
                                          const unsigned char *blob, size_t len,

@@ -909,6 +909,48 @@ static void test_create_fixed_k_meets_fpp(void **state) {
   }
 }
 
+/* Found by the codec harness's round trip after the exercise calls: when a
+ * refresh pushed next_refresh to "never" (the sum saturated), advance
+ * stopped there and left the adaptation ticks due before `now` undone, so
+ * next_adapt stayed behind the clock and the saved state did not load.
+ * Periods that grow to ~2^62 (max_period high, fpp far under target) make
+ * the last refresh saturate; every jump to the end of time must leave a
+ * state that saves and loads, with no tick due. */
+static void test_advance_to_end_leaves_no_tick_due(void **state) {
+  (void)state;
+  const uint64_t ends[] = {UINT64_MAX - 1, UINT64_MAX};
+  for (size_t e = 0; e < 2; e++)
+    for (uint64_t step_log = 50; step_log <= 62; step_log += 4) {
+      bk_fbf_config cfg = {.m_bits = 256,
+                           .k = 3,
+                           .n_past = 1,
+                           .refresh_period = 100,
+                           .adaptive = true,
+                           .target_fpp = 0.01,
+                           .adapt_interval = 50,
+                           .period_step = (uint64_t)1 << step_log,
+                           .min_period = 40,
+                           .max_period = (uint64_t)1 << 63,
+                           .max_filters = 8,
+                           .seed = 6};
+      bk_fbf *f = make(&cfg);
+      for (uint64_t i = 0; i < 4; i++) (void)add_new(f, hash_id(f, i));
+      advance(f, 1000);
+      advance(f, ends[e]);
+      size_t len;
+      unsigned char *blob = serialize_alloc(f, &len);
+      bk_fbf *g = NULL;
+      bk_status s = bk_fbf_deserialize(blob, len, NULL, &g);
+      if (s != BK_OK)
+        fail_msg("step 2^%llu, advanced to 2^64 - %zu: the state does not "
+                 "load (%s)",
+                 (unsigned long long)step_log, 2 - e, bk_status_name(s));
+      bk_fbf_destroy(g);
+      free(blob);
+      bk_fbf_destroy(f);
+    }
+}
+
 /* #16.6: next_adapt = start_time + adapt_interval wrapped for an interval
  * near 2^64 and stamped a resize tick at time 989 < start_time. It
  * saturates: no tick ever, and the state saves and loads. */
@@ -993,6 +1035,16 @@ static void test_deserialize_unreachable(void **state) {
     bk__store_le64(m + OFF_INSERTED + 8 * s, 1);
     bk__store_le64(m + sh + 8 * s, 0);
   }
+  bk_test_reseal(m, len);
+  assert_int_equal(bk_test_codec_load(c, m, len, NULL), BK_ECORRUPT);
+  /* counts past 2^62 in all (later inserts would wrap one to 0): the
+   * present filter's alone, and two that only together pass it */
+  const unsigned present = (head + 1) % w;
+  bk_test_codec_expect_edit(c, blob, len, OFF_INSERTED + 8 * present, 8,
+                            UINT64_MAX - 1, BK_ECORRUPT, "inserted 2^64 - 2");
+  memcpy(m, blob, len);
+  bk__store_le64(m + OFF_INSERTED + 8 * present, (uint64_t)1 << 61);
+  bk__store_le64(m + OFF_INSERTED + 8 * past, ((uint64_t)1 << 61) + 100);
   bk_test_reseal(m, len);
   assert_int_equal(bk_test_codec_load(c, m, len, NULL), BK_ECORRUPT);
   /* "never" refresh at now = 3 */
@@ -3170,6 +3222,7 @@ int main(void) {
       cmocka_unit_test(test_idle_jump_equals_small_steps),
       cmocka_unit_test(test_advance_near_u64_max),
       cmocka_unit_test(test_advance_bounded_any_jump),
+      cmocka_unit_test(test_advance_to_end_leaves_no_tick_due),
       cmocka_unit_test(test_create_fixed_k_meets_fpp),
       cmocka_unit_test(test_create_schedule_saturates),
       cmocka_unit_test(test_deserialize_unreachable),

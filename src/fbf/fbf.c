@@ -791,8 +791,9 @@ static bk_status advance_locked(bk_fbf *f, uint64_t now) {
     bool done = refresh(f, at);
     if (!done) f->deferred++;
     f->next_refresh = bk__sat_add(at, f->refresh_period);
-    if (f->next_refresh == UINT64_MAX) break; /* no refresh is ever due again */
-    if (f->next_refresh > now) continue;
+    /* No refresh is ever due again ("never"), but ticks due by `now` may
+     * be: the loop applies them (with next_refresh at never, in one run). */
+    if (f->next_refresh > now || f->next_refresh == UINT64_MAX) continue;
     /* Refreshes before the next tick that change nothing are skipped. */
     uint64_t limit = now;
     if (f->adaptive && f->next_adapt - 1 < limit) limit = f->next_adapt - 1;

@@ -101,6 +101,10 @@ struct bk_fbf {
 
 /* a + b and a * b stuck at UINT64_MAX, the schedule's "never": a clock at
  * the end of time has no next event, a window longer than time is all. */
+/* Most inserts an FBF's filters may have counted in all (a loader bound:
+ * unreachable in practice, and far from wrapping the u64 counts). */
+#define BK__FBF_MAX_INSERTS ((uint64_t)1 << 62)
+
 static inline uint64_t bk__sat_add(uint64_t a, uint64_t b) {
   return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }

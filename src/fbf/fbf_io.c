@@ -222,8 +222,11 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
   BK_RETURN_IF(v.payload_len != n_words * 8, BK_ECORRUPT);
   /* Per slot: counts only in the logical set, shared <= inserted; the
    * filters that became present did so in order, none after the clock. */
+  /* Inserts are counted in u64s that an insert bumps without a check:
+   * no FBF lives to count 2^62 (146 years at 10^9 a second), and a larger
+   * count would wrap to 0 under later inserts, making a filter with bits
+   * look empty. */
   uint64_t all_inserts = 0;
-  bool inserts_overflow = false;
   for (unsigned pos = 0; pos < width; pos++) {
     unsigned s = (head + pos) % width;
     uint64_t ins = bk__load_le64(p + FBF_FIXED_HEADER + 8 * s);
@@ -240,9 +243,10 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
             BK_ECORRUPT);
       }
     }
-    if (pos < count)
-      inserts_overflow |=
-          __builtin_add_overflow(all_inserts, ins, &all_inserts);
+    if (pos < count) {
+      all_inserts += ins; /* each <= 2^62 once checked, W <= 64: no wrap */
+      BK_RETURN_IF(all_inserts > BK__FBF_MAX_INSERTS, BK_ECORRUPT);
+    }
   }
   /* Bits agree with the counts: a filter with bits has inserts, and each
    * insert sets at most k bits in a filter. (A snapshot counts every insert
@@ -257,8 +261,7 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
                      bk__load_le64(p + FBF_FIXED_HEADER + 8 * s) == 0,
                  BK_ECORRUPT);
   uint64_t bits_allowed;
-  if (!inserts_overflow &&
-      !__builtin_mul_overflow(all_inserts, (uint64_t)k, &bits_allowed))
+  if (!__builtin_mul_overflow(all_inserts, (uint64_t)k, &bits_allowed))
     BK_RETURN_IF(set_bits > bits_allowed, BK_ECORRUPT);
 
   bk__alloc al;
