@@ -40,7 +40,7 @@ EOC
 # check VARIANT [--update]: run abi-check.sh on VARIANT; status and output.
 check() {
   BK_ABI_DIR=$work/abi BK_ABI_HEADERS=$work/$1/include/t \
-    BK_ABI_LIBS='libt*.so.*' sh "$root/scripts/abi-check.sh" ${2:-} \
+    BK_ABI_LIBS='libt*.so.*' sh "$root/scripts/abi-check.sh" ${2:+"$2"} \
     "$work/$1/lib" >"$work/$1.out" 2>&1
 }
 

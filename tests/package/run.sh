@@ -82,6 +82,7 @@ src=$work/bloomkit-$version
 step "export the checkout to $src"
 mkdir -p "$src"
 if git -C "$root" rev-parse --git-dir >/dev/null 2>&1; then
+  # shellcheck disable=SC2016  # $f is for the inner sh
   (cd "$root" && git ls-files -z --cached --others --exclude-standard |
     xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
     tar --null -T - -cf -) | tar -xf - -C "$src"
@@ -144,20 +145,20 @@ done
 
 consumers=$root/tests/install
 step "consumers via pkg-config (installed -dev)"
-# shellcheck disable=SC2046  # pkg-config prints words
+# shellcheck disable=SC2046,SC2086  # $cflags and pkg-config give words
 "$cc" $cflags "$consumers/main.c" $(pkg-config --cflags --libs bloomkit_core) \
   -o "$work/pc-core" || fail "pkg-config bloomkit_core consumer build"
 "$work/pc-core" || fail "pkg-config bloomkit_core consumer run"
 [ "$(needed "$work/pc-core" | grep -o 'libbloomkit[^ ]*' | tr '\n' ' ')" = "libbloomkit_core.so.0 " ] ||
   fail "the core consumer needs $(needed "$work/pc-core")"
-# shellcheck disable=SC2046
+# shellcheck disable=SC2046,SC2086
 "$cc" $cflags "$consumers/fbf_main.c" -Wl,--as-needed \
   $(pkg-config --cflags --libs bloomkit) -o "$work/pc-fbf" ||
   fail "pkg-config bloomkit consumer build"
 "$work/pc-fbf" || fail "pkg-config bloomkit consumer run"
 
 step "fully static consumer via pkg-config --static"
-# shellcheck disable=SC2046
+# shellcheck disable=SC2046,SC2086
 "$cc" $cflags -static "$consumers/fbf_main.c" \
   $(pkg-config --static --cflags --libs bloomkit_fbf) -o "$work/pc-static" ||
   fail "pkg-config --static bloomkit_fbf consumer build"
