@@ -4,8 +4,10 @@
 # are missing. Fast (one dpkg query) when everything is present.
 set -eu
 
+# debhelper, dpkg-dev, lintian: the Debian package test (tests/package);
+# abigail-tools: the ABI check (scripts/abi-check.sh).
 PKGS="build-essential cmake pkg-config clang libxxhash-dev libmurmurhash-dev \
-libbenchmark-dev libcmocka-dev"
+libbenchmark-dev libcmocka-dev debhelper dpkg-dev lintian abigail-tools"
 
 missing=""
 for p in $PKGS; do

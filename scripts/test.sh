@@ -1,10 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Build bloomkit with warnings as errors and run every test: the cmocka
-# programs and the install/consumer check through ctest, then a short run of
-# each libFuzzer target when clang is present.
+# programs through ctest, the ABI check of the built libraries against abi/,
+# a short run of each libFuzzer target when clang is present, the install
+# check (tests/install) and the Debian package check (tests/package, needs
+# root: it installs and removes the packages).
 # Usage: scripts/test.sh            (from anywhere inside the checkout)
-# Env:   BK_BUILD_DIR (default build-test), BK_FUZZ_SECONDS (default 10, 0 = skip)
+# Env:   BK_BUILD_DIR (default build-test), BK_FUZZ_SECONDS (default 10, 0 = skip),
+#        BK_SKIP_PACKAGE=1 (skip the package check, e.g. without root)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -15,6 +18,16 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBK_WERROR=ON \
   -DBK_BUILD_BENCH=ON -DBK_BUILD_TESTS=ON >/dev/null
 cmake --build "$build" -j2
 ctest --test-dir "$build" --output-on-failure -j2
+
+# Seconds since $1 (date +%s), for the CI budget.
+since() { echo "$(($(date +%s) - $1)) s"; }
+
+# The ABI of the built libraries against the baselines in abi/ (and the
+# checker's own self-test on a tiny library).
+t0=$(date +%s)
+sh tests/abi/selftest.sh
+sh scripts/abi-check.sh "$build"
+echo "abi check: $(since "$t0")"
 
 fuzz_seconds=${BK_FUZZ_SECONDS:-10}
 if [ "$fuzz_seconds" -gt 0 ] && command -v clang >/dev/null 2>&1; then
@@ -37,5 +50,16 @@ if [ "$fuzz_seconds" -gt 0 ] && command -v clang >/dev/null 2>&1; then
 fi
 
 # The installed library, consumed with find_package and with pkg-config.
+t0=$(date +%s)
 sh tests/install/run.sh
+echo "install test: $(since "$t0")"
+
+# The Debian packages: built, lintian, installed, consumed, removed.
+if [ "${BK_SKIP_PACKAGE:-0}" = 1 ]; then
+  echo "package test: skipped (BK_SKIP_PACKAGE=1)"
+else
+  t0=$(date +%s)
+  sh tests/package/run.sh
+  echo "package test: $(since "$t0")"
+fi
 echo "all tests passed"
