@@ -16,6 +16,7 @@
 
 #include "bloomkit/bits.h"
 #include "bloomkit/bloom.h"
+#include "bloomkit/cbf.h"
 #include "bloomkit/counters.h"
 #include "bloomkit/fbf.h"
 #include "bloomkit/idem.h"
@@ -315,6 +316,34 @@ static const char *idem_same(const void *a, const void *b) {
  * order they were inserted, so equal tables can have different blobs and a
  * loader accepts any order (each key once). */
 BK_TEST_CODEC(idem, BK__TYPE_IDEM, 1, false, idem_same);
+
+/* ---- cbf ----------------------------------------------------------------- */
+
+static const char *cbf_exercise(void *obj, uint64_t seed) {
+  bk_cbf *f = obj;
+  bk_cbf_info info;
+  EX_CHECK(bk_cbf_info_get(f, &info) == BK_OK);
+  EX_CHECK(info.k >= 1 && info.k <= 64 && info.m_counters >= 1);
+  EX_CHECK(info.saturated <= info.nonzero && info.nonzero <= info.m_counters);
+  EX_CHECK(info.fill_fpp >= 0 && info.fill_fpp <= 1);
+  bool found;
+  uint32_t before, after;
+  EX_CHECK(bk_cbf_count(f, &seed, sizeof seed, &before) == BK_OK);
+  EX_CHECK(bk_cbf_add(f, &seed, sizeof seed) == BK_OK);
+  EX_CHECK(bk_cbf_contains(f, &seed, sizeof seed, &found) == BK_OK && found);
+  EX_CHECK(bk_cbf_count(f, &seed, sizeof seed, &after) == BK_OK);
+  EX_CHECK(after >= 1 && after >= before);
+  /* Whatever the counters hold, a remove of what was added succeeds and
+   * keeps every other key's counters above what they were. */
+  EX_CHECK(bk_cbf_remove(f, &seed, sizeof seed) == BK_OK);
+  EX_CHECK(bk_cbf_count(f, &seed, sizeof seed, &after) == BK_OK &&
+           after >= before);
+  bk_status s = bk_cbf_remove(f, "never added", 11);
+  EX_CHECK(s == BK_OK || s == BK_ENOTFOUND);
+  return NULL;
+}
+BK_TEST_CODEC_ADAPTERS(cbf)
+BK_TEST_CODEC(cbf, BK__TYPE_CBF, 1, true, NULL);
 
 /* ---- checks shared with the harness and the fuzzers ---------------------- */
 

@@ -145,6 +145,8 @@ enum {
   BK__TYPE_FBF = 4,
   BK__TYPE_IDEM = 5,
   BK__TYPE_RBF = 6,
+  BK__TYPE_CBF = 7,
+  BK__TYPE_SCBF = 8,
 };
 
 /* Writes the 24-byte prefix. */
@@ -170,6 +172,11 @@ typedef struct bk__format_view {
 BK_API bk_status bk__format_open(const void *buf, size_t len, uint16_t type,
                                  uint16_t max_version, uint32_t header_len,
                                  bk__format_view *view);
+
+/* bk_params_fpp_blocked for blocks of B cells, 2 <= B <= 512, m a multiple
+ * of B (src/core/params.c). */
+BK_API bk_status bk__fpp_blocked_cells(uint64_t m, unsigned B, unsigned k,
+                                       uint64_t n, double *out);
 
 /* True when `n` bytes at p are all zero. */
 static inline bool bk__all_zero(const unsigned char *p, size_t n) {

@@ -70,15 +70,21 @@ bk_status bk_params_fpp(uint64_t m_bits, unsigned k, uint64_t n, double *out) {
 
 bk_status bk_params_fpp_blocked(uint64_t m_bits, unsigned k, uint64_t n,
                                 double *out) {
-  BK_RETURN_IF(!out || m_bits == 0 || m_bits % BK_BLOCK_BITS != 0 || k == 0 ||
-                   k > BK_K_MAX,
+  return bk__fpp_blocked_cells(m_bits, BK_BLOCK_BITS, k, n, out);
+}
+
+/* The same for blocks of B cells (2 <= B <= 512): bk_cbf's blocked layout
+ * has 512 / width counters in a 64-byte block. */
+bk_status bk__fpp_blocked_cells(uint64_t m, unsigned B, unsigned k, uint64_t n,
+                                double *out) {
+  BK_RETURN_IF(!out || B < 2 || B > BK_BLOCK_BITS || m == 0 || m % B != 0 ||
+                   k == 0 || k > BK_K_MAX,
                BK_EINVAL);
   if (n == 0) {
     *out = 0.0;
     return BK_OK;
   }
-  const unsigned B = BK_BLOCK_BITS;
-  double blocks = (double)(m_bits / B);
+  double blocks = (double)(m / B);
   double lambda = (double)n / blocks; /* mean load of one block */
   /* The block a probe lands in holds j keys with probability
    * Poisson(lambda)(j); sum over j within mean +- 12 standard deviations
