@@ -21,6 +21,7 @@
 
 #include "bloomkit/bits.h"
 #include "bloomkit/bloom.h"
+#include "bloomkit/cbf.h"
 #include "bloomkit/counters.h"
 #include "bloomkit/fbf.h"
 #include "bloomkit/idem.h"
@@ -240,6 +241,36 @@ static void seeds_idem(void) {
   }
 }
 
+static void seeds_cbf(void) {
+  struct {
+    const char *name;
+    bk_cbf_config cfg;
+    unsigned keys, repeats;
+  } shapes[] = {
+      {"w4-standard-empty", {.m_counters = 200, .k = 3}, 0, 0},
+      {"w4-standard-saturated", {.m_counters = 128, .k = 4}, 60, 20},
+      {"w4-blocked-half", {.m_counters = 256, .k = 5,
+                           .layout = BK_BLOOM_BLOCKED}, 30, 1},
+      {"w8-standard", {.m_counters = 100, .k = 2, .counter_bits = 8}, 40, 3},
+      {"w16-blocked", {.m_counters = 64, .k = 3, .counter_bits = 16,
+                       .layout = BK_BLOOM_BLOCKED}, 20, 2},
+      {"w32-murmur", {.m_counters = 40, .k = 2, .counter_bits = 32,
+                      .hash_alg = BK_HASH_MURMUR3, .seed = 5}, 15, 4},
+  };
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    bk_cbf *f;
+    OK(bk_cbf_create(&f, &shapes[i].cfg));
+    for (unsigned r = 0; r < shapes[i].repeats; r++)
+      for (unsigned j = 0; j < shapes[i].keys; j++) {
+        unsigned char key[8];
+        key_of(j, key);
+        OK(bk_cbf_add(f, key, sizeof key));
+      }
+    emit(&bk_test_codec_cbf, f, "cbf", shapes[i].name);
+    bk_cbf_destroy(f);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc != 3 ||
       (strcmp(argv[1], "--write") != 0 && strcmp(argv[1], "--check") != 0)) {
@@ -254,6 +285,7 @@ int main(int argc, char **argv) {
   seeds_fbf();
   seeds_rbf();
   seeds_idem();
+  seeds_cbf();
   if (g_failed) {
     fprintf(stderr,
             "bk_fuzz_seeds: %d of %d seeds differ. If the format changed on "
