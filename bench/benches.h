@@ -23,4 +23,9 @@ void bk_bench_release_fbf(void);
 void bk_bench_register_idem(void);
 void bk_bench_release_idem(void);
 
+/* bench_cbf.c: bk_cbf against a bk_bloom of the same layout, m and k at
+ * 2^23 and 2^26 counters. */
+void bk_bench_register_cbf(void);
+void bk_bench_release_cbf(void);
+
 #endif

@@ -185,14 +185,13 @@ static inline void positions(const bk_cbf *f, bk_hash h, uint64_t *idx) {
   const uint64_t base = bk_reduce(h.lo, f->n_blocks) << bits;
   const uint64_t mask = ((uint64_t)1 << bits) - 1;
   const unsigned per = 64u / bits;
-  uint64_t grp = bk__mix64(h.hi);
-  for (unsigned i = 0, left = 0; i < k; i++, left--) {
+  uint64_t grp = bk__mix64(h.hi), cur = grp;
+  for (unsigned i = 0, left = per; i < k; i++, left--, cur >>= bits) {
     if (!left) {
-      if (i) grp = bk__mix64(grp + GOLDEN);
+      cur = grp = bk__mix64(grp + GOLDEN);
       left = per;
     }
-    idx[i] = base | (grp & mask);
-    grp >>= bits;
+    idx[i] = base | (cur & mask);
   }
 }
 
@@ -274,13 +273,40 @@ bk_status bk__cbf_remove(bk_cbf *f, bk_hash h) {
   return BK_OK;
 }
 
-bool bk__cbf_contains(const bk_cbf *f, bk_hash h) {
-  uint64_t idx[BK_K_MAX];
-  positions(f, h, idx);
-  prefetch_idx(f, idx, 0);
-  for (unsigned i = 0; i < f->k; i++)
-    if (!get(f, idx[i])) return false;
+/* Lookups compute each position as they go and stop at the first zero
+ * counter, like bk_bloom's: an absent key usually costs one or two loads,
+ * and the loads of a present key still overlap (nothing depends on them
+ * but a well-predicted branch). Prefetching all k first would spend memory
+ * bandwidth on positions an absent key never needs. */
+static inline bool standard_contains(const bk_cbf *f, bk_hash h) {
+  uint64_t a = h.lo, b = bk__mix64(h.hi); /* bk__indices' sequence */
+  const uint64_t m = f->m;
+  for (unsigned i = 0; i < f->k; i++) {
+    if (!get(f, bk_reduce(a, m))) return false;
+    a += b;
+    b += i + 1;
+  }
   return true;
+}
+
+static inline bool blocked_contains(const bk_cbf *f, bk_hash h) {
+  const unsigned bits = f->log_cells, per = 64u / bits;
+  const uint64_t base = bk_reduce(h.lo, f->n_blocks) << bits;
+  const uint64_t mask = ((uint64_t)1 << bits) - 1;
+  uint64_t grp = bk__mix64(h.hi), cur = grp;
+  for (unsigned i = 0, left = per; i < f->k; i++, left--, cur >>= bits) {
+    if (!left) {
+      cur = grp = bk__mix64(grp + GOLDEN);
+      left = per;
+    }
+    if (!get(f, base | (cur & mask))) return false;
+  }
+  return true;
+}
+
+bool bk__cbf_contains(const bk_cbf *f, bk_hash h) {
+  return f->layout == BK_BLOOM_STANDARD ? standard_contains(f, h)
+                                        : blocked_contains(f, h);
 }
 
 uint32_t bk__cbf_count(const bk_cbf *f, bk_hash h) {
