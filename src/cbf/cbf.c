@@ -155,7 +155,9 @@ bk_status bk_cbf_create(bk_cbf **out, const bk_cbf_config *cfg) {
   BK_TRY(bk__alloc_init(&al, cfg->allocator));
   bk__cbf_params p;
   BK_TRY(bk__cbf_resolve(cfg, &p));
-  return cbf_new(out, &al, &p);
+  BK_TRY(cbf_new(out, &al, &p));
+  (*out)->single_writer = cfg->single_writer;
+  return BK_OK;
 }
 
 void bk_cbf_destroy(bk_cbf *f) {
@@ -206,12 +208,17 @@ static inline uint32_t get(const bk_cbf *f, uint64_t i) {
   return (uint32_t)((w >> shift_of(f, i)) & f->max);
 }
 
-/* +1 unless saturated. */
+/* +1 unless saturated. A single writer stores the new word (readers see
+ * the old or the new one); otherwise a compare-and-swap. */
 static inline void inc(const bk_cbf *f, uint64_t i) {
   uint64_t *w = word_of(f, i);
   const unsigned sh = shift_of(f, i);
   const uint64_t mask = (uint64_t)f->max << sh, one = (uint64_t)1 << sh;
   uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
+  if (f->single_writer) {
+    if ((cur & mask) != mask) __atomic_store_n(w, cur + one, __ATOMIC_RELAXED);
+    return;
+  }
   while ((cur & mask) != mask &&
          !__atomic_compare_exchange_n(w, &cur, cur + one, true,
                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
@@ -224,6 +231,11 @@ static inline void dec(const bk_cbf *f, uint64_t i) {
   const unsigned sh = shift_of(f, i);
   const uint64_t mask = (uint64_t)f->max << sh, one = (uint64_t)1 << sh;
   uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
+  if (f->single_writer) {
+    if ((cur & mask) != mask && (cur & mask) != 0)
+      __atomic_store_n(w, cur - one, __ATOMIC_RELAXED);
+    return;
+  }
   while ((cur & mask) != mask && (cur & mask) != 0 &&
          !__atomic_compare_exchange_n(w, &cur, cur - one, true,
                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
@@ -473,6 +485,12 @@ bk_status bk_cbf_merge(bk_cbf *dst, const bk_cbf *src) {
     uint64_t next = (cur & ~((uint64_t)max << sh)) | ((uint64_t)v << sh);
     __atomic_store_n(w, next, __ATOMIC_RELAXED);
   }
+  return BK_OK;
+}
+
+bk_status bk_cbf_set_single_writer(bk_cbf *f, bool single_writer) {
+  BK_RETURN_IF(!f, BK_EINVAL);
+  f->single_writer = single_writer;
   return BK_OK;
 }
 
