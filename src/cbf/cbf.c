@@ -290,11 +290,32 @@ bk_status bk__cbf_remove(bk_cbf *f, bk_hash h) {
  * and the loads of a present key still overlap (nothing depends on them
  * but a well-predicted branch). Prefetching all k first would spend memory
  * bandwidth on positions an absent key never needs. */
+/* A counter from locals (the fields are read once per call: the atomic
+ * loads would otherwise make the compiler reload them for every probe). */
+static inline uint64_t get_at(const uint64_t *words, unsigned lw,
+                              uint64_t max, uint64_t i) {
+  uint64_t bit = i << lw;
+  return (__atomic_load_n(&words[bit >> 6], __ATOMIC_RELAXED) >> (bit & 63)) &
+         max;
+}
+
 static inline bool standard_contains(const bk_cbf *f, bk_hash h) {
   uint64_t a = h.lo, b = bk__mix64(h.hi); /* bk__indices' sequence */
-  const uint64_t m = f->m;
-  for (unsigned i = 0; i < f->k; i++) {
-    if (!get(f, bk_reduce(a, m))) return false;
+  const uint64_t m = f->m, max = f->max;
+  const uint64_t *words = f->words;
+  const unsigned lw = f->log_width, k = f->k;
+  /* The first two probes without a branch between them: at the design fill
+   * each is nonzero with probability ~1/2, so a branch on the first alone
+   * would mispredict half the time (as bk_bloom's standard_contains). */
+  uint64_t c0 = get_at(words, lw, max, bk_reduce(a, m));
+  a += b;
+  b += 1;
+  uint64_t c1 = k > 1 ? get_at(words, lw, max, bk_reduce(a, m)) : 1;
+  if ((c0 == 0) | (c1 == 0)) return false;
+  a += b;
+  b += 2;
+  for (unsigned i = 2; i < k; i++) {
+    if (!get_at(words, lw, max, bk_reduce(a, m))) return false;
     a += b;
     b += i + 1;
   }
@@ -302,16 +323,24 @@ static inline bool standard_contains(const bk_cbf *f, bk_hash h) {
 }
 
 static inline bool blocked_contains(const bk_cbf *f, bk_hash h) {
-  const unsigned bits = f->log_cells, per = 64u / bits;
-  const uint64_t base = bk_reduce(h.lo, f->n_blocks) << bits;
-  const uint64_t mask = ((uint64_t)1 << bits) - 1;
+  const unsigned bits = f->log_cells, per = 64u / bits, k = f->k;
+  const unsigned lw = f->log_width;
+  const uint64_t max = f->max, mask = ((uint64_t)1 << bits) - 1;
+  /* The block's 8 words; counter j of the block at bit j << lw. */
+  const uint64_t *blk = f->words + bk_reduce(h.lo, f->n_blocks) * 8;
   uint64_t grp = bk__mix64(h.hi), cur = grp;
-  for (unsigned i = 0, left = per; i < f->k; i++, left--, cur >>= bits) {
+  /* Two probes before the first branch, as in standard_contains (per >= 4,
+   * so both come from the first group word). */
+  uint64_t c0 = get_at(blk, lw, max, cur & mask);
+  uint64_t c1 = k > 1 ? get_at(blk, lw, max, (cur >> bits) & mask) : 1;
+  if ((c0 == 0) | (c1 == 0)) return false;
+  cur >>= 2 * bits;
+  for (unsigned i = 2, left = per - 2; i < k; i++, left--, cur >>= bits) {
     if (!left) {
       cur = grp = bk__mix64(grp + GOLDEN);
       left = per;
     }
-    if (!get(f, base | (cur & mask))) return false;
+    if (!get_at(blk, lw, max, cur & mask)) return false;
   }
   return true;
 }
