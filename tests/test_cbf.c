@@ -524,14 +524,14 @@ typedef struct reader_arg {
   const bk_cbf *f;
   uint64_t n;
   bk_test_spin_barrier *go;
-  volatile int *stop;
+  _Atomic int *stop;
   uint64_t misses, rounds;
 } reader_arg;
 
 static void *reader(void *p) {
   reader_arg *r = p;
   bk_test_spin_wait(r->go);
-  while (!*r->stop) {
+  while (!*r->stop) { /* _Atomic: a sequentially consistent load */
     for (uint64_t i = 0; i < r->n; i++) {
       bool v = false;
       if (bk_cbf_contains(r->f, &i, sizeof i, &v) != BK_OK || !v) r->misses++;
@@ -552,7 +552,7 @@ static void test_single_writer_with_readers(void **state) {
                                       .single_writer = true});
     for (uint64_t i = 0; i < n; i++) assert_bk_ok(bk_cbf_add(f, &i, sizeof i));
     bk_test_spin_barrier go = {0};
-    volatile int stop = 0;
+    _Atomic int stop = 0;
     reader_arg r = {f, n, &go, &stop, 0, 0};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, reader, &r), 0);
