@@ -71,8 +71,7 @@ static void test_create_config(void **state) {
   bk_cbf_info in = info_of(f);
   uint64_t m;
   unsigned k;
-  assert_bk_ok(bk_params_optimal(1000, 0.01, &m, &k));
-  assert_bk_ok(bk_params_m_for_k(1000, 0.01, k, &m));
+  assert_bk_ok(bk_params_for_target(1000, 0.01, &m, &k));
   assert_int_equal(in.counter_bits, 4);
   assert_int_equal(in.m_counters, m);
   assert_int_equal(in.k, k);

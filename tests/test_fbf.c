@@ -304,7 +304,7 @@ static void test_create_defaults(void **state) {
   bk_fbf *f = make(&cfg);
   uint64_t m;
   unsigned k;
-  assert_bk_ok(bk_params_optimal(2000, 0.01, &m, &k));
+  assert_bk_ok(bk_params_for_target(2000, 0.01, &m, &k));
   bk_fbf_info in = info_of(f);
   assert_int_equal(in.m_bits, m);
   assert_int_equal(in.k, k);

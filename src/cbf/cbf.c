@@ -90,10 +90,11 @@ bk_status bk__cbf_resolve(const bk_cbf_config *cfg, bk__cbf_params *out) {
     BK_RETURN_IF(cfg->capacity == 0, BK_EINVAL);
     capacity = cfg->capacity;
     /* k: the optimal one unless given; m: the least that meets fpp with
-     * that k exactly (the optimum's m, sized for a real k rather than the
-     * rounded one, can miss fpp by a few tenths of a percent). */
-    if (!k) BK_TRY(bk_params_optimal(capacity, fpp, &m, &k));
-    BK_TRY(bk_params_m_for_k(capacity, fpp, k, &m));
+     * that k exactly. */
+    if (!k)
+      BK_TRY(bk_params_for_target(capacity, fpp, &m, &k));
+    else
+      BK_TRY(bk_params_m_for_k(capacity, fpp, k, &m));
     BK_RETURN_IF(m > BK__CBF_COUNTERS_MAX, BK_EINVAL);
     if (cfg->layout == BK_BLOOM_BLOCKED)
       BK_TRY(blocked_m(capacity, fpp, k, cells, m, &m));
