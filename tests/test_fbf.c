@@ -2823,6 +2823,40 @@ static unsigned head_of(const bk_fbf *f) {
   return head;
 }
 
+/* Found by the 30-minute fuzz run: a blob recording generation 2^43 - 1
+ * (the loader's bound) loaded, and a few refreshes later the FBF saved a
+ * blob with a larger one, which did not load. The generation restarts per
+ * process and the saved value saturates, so every save loads. */
+static void test_generation_saturates(void **state) {
+  (void)state;
+  bk_fbf *f = small_fbf(0, 100);
+  size_t len;
+  unsigned char *blob = serialize_alloc(f, &len);
+  bk_fbf_destroy(f);
+  const uint64_t top = ((uint64_t)1 << 43) - 1;
+  bk__store_le64(blob + 152, top);
+  bk_test_reseal(blob, len);
+  bk_fbf *g = NULL;
+  assert_bk_ok(bk_fbf_deserialize(blob, len, NULL, &g));
+  bk_fbf_info in = info_of(g);
+  for (unsigned i = 1; i <= 5; i++) {
+    advance(g, in.now + i * in.refresh_period);
+    (void)add_new(g, hash_id(g, 1000 + i));
+  }
+  size_t len2;
+  unsigned char *again = serialize_alloc(g, &len2);
+  assert_int_equal(bk__load_le64(again + 152), top);
+  bk_fbf *h = NULL;
+  assert_bk_ok(bk_fbf_deserialize(again, len2, NULL, &h));
+  bk_fbf_destroy(h);
+  /* One past the bound is refused. */
+  bk_test_codec_expect_edit(&bk_test_codec_fbf, blob, len, 152, 8, top + 1,
+                            BK_ECORRUPT, "generation 2^43");
+  free(again);
+  free(blob);
+  bk_fbf_destroy(g);
+}
+
 /* Every generic hostile-input case (tests/codec_harness.c) on three small
  * FBFs, each with head != 0: fixed with W = N + 2 slots, fixed with free
  * slots (max_filters 6 > 3 filters), and adaptive after a resize. */
@@ -3220,6 +3254,7 @@ int main(void) {
       cmocka_unit_test(test_advance_near_u64_max),
       cmocka_unit_test(test_advance_bounded_any_jump),
       cmocka_unit_test(test_advance_to_end_leaves_no_tick_due),
+      cmocka_unit_test(test_generation_saturates),
       cmocka_unit_test(test_create_fixed_k_meets_fpp),
       cmocka_unit_test(test_create_schedule_saturates),
       cmocka_unit_test(test_deserialize_unreachable),

@@ -86,6 +86,11 @@ struct bk_fbf {
   uint64_t min_window;
   unsigned target_count;
   uint64_t refreshes;
+  /* The generation a loaded blob recorded: the state word's generation
+   * restarts at 0 on load (it only orders chunk sweeps within a process),
+   * and serialize writes gen_base + that, saturating at
+   * BK__FBF_GEN_SAVED_MAX, so every state serializes to a loadable blob. */
+  uint64_t gen_base;
   uint64_t deferred;
   /* adaptive resizing */
   bool adaptive;
@@ -101,6 +106,10 @@ struct bk_fbf {
 
 /* a + b and a * b stuck at UINT64_MAX, the schedule's "never": a clock at
  * the end of time has no next event, a window longer than time is all. */
+/* Largest generation a blob records (the loader's bound; the field is
+ * informational and saturates there). */
+#define BK__FBF_GEN_SAVED_MAX (((uint64_t)1 << 43) - 1)
+
 /* Most inserts an FBF's filters may have counted in all (a loader bound:
  * unreachable in practice, and far from wrapping the u64 counts). */
 #define BK__FBF_MAX_INSERTS ((uint64_t)1 << 62)

@@ -86,7 +86,9 @@ bk_status bk_fbf_serialize(const bk_fbf *f, void *buf, size_t cap,
   bk__store_le64(p + 128, f->period_step);
   bk__store_le64(p + 136, f->min_period);
   bk__store_le64(p + 144, f->max_period);
-  bk__store_le64(p + 152, BK__ST_GEN(st));
+  uint64_t gen = bk__sat_add(f->gen_base, BK__ST_GEN(st));
+  bk__store_le64(p + 152,
+                 gen > BK__FBF_GEN_SAVED_MAX ? BK__FBF_GEN_SAVED_MAX : gen);
   /* Bits first, counts after an acquire fence: an insert whose bits are
    * in the copy is in the counts too (inserts count first, see insert). */
   bk__words_store(p + hl, f->words, f->n_words);
@@ -190,7 +192,7 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
    * not one an FBF wrote. */
   double target_fpp = (double)units / FPP_SCALE;
   BK_RETURN_IF(fpp_units(target_fpp) != units, BK_ECORRUPT);
-  BK_RETURN_IF(gen >= ((uint64_t)1 << 43), BK_ECORRUPT);
+  BK_RETURN_IF(gen > BK__FBF_GEN_SAVED_MAX, BK_ECORRUPT);
   /* Only what create plus operations can reach (docs/design.md, "FBF
    * state invariants"). The goal keeps min_window, as create, resize and
    * Algorithm 3 all ensure: (target - 1) t >= min_window. */
@@ -271,7 +273,10 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
   f->hash_alg = (bk_hash_alg)alg;
   f->seed = seed;
   f->check = (bk_fbf_check)check;
-  f->state = BK__ST_MAKE(head, count, 0, 0, gen);
+  /* The in-process generation restarts at 0 (every chunk epoch is 0:
+   * swept); the blob's value is kept for the next save. */
+  f->state = BK__ST_MAKE(head, count, 0, 0, 0);
+  f->gen_base = gen;
   f->now = now;
   f->next_refresh = next_refresh;
   f->refresh_period = t;
