@@ -21,5 +21,5 @@ cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBK_SANITIZE=thread \
   -DBK_BUILD_BENCH=OFF >/dev/null
 cmake --build "$tsan" -j2
 TSAN_OPTIONS=halt_on_error=1 \
-  ctest --test-dir "$tsan" --output-on-failure -R 'test_(bits|counters|bloom|cbf)'
+  ctest --test-dir "$tsan" --output-on-failure -R 'test_(bits|counters|bloom|cbf|scbf)'
 echo "sanitizer runs passed"
