@@ -23,4 +23,9 @@ void bk_bench_release_fbf(void);
 void bk_bench_register_idem(void);
 void bk_bench_release_idem(void);
 
+/* bench_scbf.c: bk_scbf contains over 5 filters against 1 filter of the
+ * same keys. */
+void bk_bench_register_scbf(void);
+void bk_bench_release_scbf(void);
+
 #endif

@@ -648,6 +648,17 @@ bk_status bk_scbf_remove(bk_scbf *s, const void *key, size_t len, uint64_t id) {
 bk_status bk_scbf_contains_hash(const bk_scbf *s, bk_hash h, bool *out) {
   BK_RETURN_IF(!s || !out, BK_EINVAL);
   unsigned n = atomic_load_explicit(&s->n_filters, memory_order_acquire);
+  /* Start every filter's first cache miss at once (the line of its first
+   * counter: index reduce(h.lo, m), or block reduce(h.lo, n_blocks), as
+   * cbf.c derives them), so n filters cost about one memory latency, not
+   * n. A wrong guess would only cost a useless prefetch. */
+  for (unsigned i = 0; i < n; i++) {
+    const bk_cbf *v = &s->filters[i].view;
+    uint64_t byte = v->layout == BK_BLOOM_BLOCKED
+                        ? bk_reduce(h.lo, v->n_blocks) * BK__CBF_BLOCK_BYTES
+                        : (bk_reduce(h.lo, v->m) << v->log_width) / 8;
+    __builtin_prefetch((const unsigned char *)v->words + byte);
+  }
   bool found = false;
   for (unsigned i = n; i-- > 0;) {
     if (bk__cbf_contains(&s->filters[i].view, h)) {

@@ -78,8 +78,7 @@ static int cmd_create(int argc, char **argv) {
   unsigned bits = 4, max_filters = 32, layout = 0;
   bk_cli_opt opts[] = {
       BK_CLI_U64("capacity", &capacity, 0, 1, (uint64_t)1 << 40, "N",
-                 "keys of the first filter (required)",
-                 .default_text = "none"),
+                 "keys of the first filter (required)", .default_text = "none"),
       BK_CLI_DOUBLE("error", &error, 0.01, 1e-12, 0.5, "P",
                     "compound false positive target"),
       BK_CLI_UNSIGNED("counter-bits", &bits, 4, 4, 32, "B",
@@ -89,8 +88,8 @@ static int cmd_create(int argc, char **argv) {
       BK_CLI_DOUBLE("tightening", &tightening, 0.5, 0, 1, "R",
                     "error ratio of each filter to the one before",
                     .d_open = BK_CLI_OPEN_MIN | BK_CLI_OPEN_MAX),
-      BK_CLI_UNSIGNED("max-filters", &max_filters, 32, 1,
-                      BK_SCBF_FILTERS_MAX, "N", "most filters the file holds"),
+      BK_CLI_UNSIGNED("max-filters", &max_filters, 32, 1, BK_SCBF_FILTERS_MAX,
+                      "N", "most filters the file holds"),
       BK_CLI_CHOICE("layout", &layout, "standard", layout_names, "L",
                     "counter layout"),
       BK_CLI_U64("seed", &seed, 0, 0, UINT64_MAX, "S", "hash seed"),
@@ -132,8 +131,11 @@ static int cmd_create(int argc, char **argv) {
   bk_scbf *s = NULL;
   bk_status st = bk_scbf_open(&s, pos[0], &cfg);
   if (st == BK_EINVAL) {
-    fprintf(stderr, PROG ": %s: --capacity %" PRIu64 " at --error %g is "
-            "larger than a filter can be\n", pos[0], capacity, error);
+    fprintf(stderr,
+            PROG ": %s: --capacity %" PRIu64
+                 " at --error %g is "
+                 "larger than a filter can be\n",
+            pos[0], capacity, error);
     return 1;
   }
   if (st != BK_OK) {
@@ -167,8 +169,8 @@ static int apply(bk_scbf *s, enum action a, const char *key, size_t len,
   } else {
     bool found = false;
     st = bk_scbf_contains(s, key, len, &found);
-    if (st == BK_OK) printf("%s\t%.*s\n", found ? "present" : "absent",
-                            (int)len, key);
+    if (st == BK_OK)
+      printf("%s\t%.*s\n", found ? "present" : "absent", (int)len, key);
   }
   if (st == BK_EFULL) {
     fprintf(stderr, PROG ": %s: full (every filter it may hold is open)\n",
@@ -190,16 +192,16 @@ static int cmd_keys(int argc, char **argv, enum action a) {
   bool id_given = false, flush = false;
   bk_cli_opt opts[] = {
       BK_CLI_U64("id", &id, 0, 0, UINT64_MAX - 1, "N",
-                 "the id of the keys given as arguments",
-                 .given = &id_given, .default_text = "none"),
+                 "the id of the keys given as arguments", .given = &id_given,
+                 .default_text = "none"),
       BK_CLI_FLAG("flush", &flush, "flush the file afterwards"),
   };
   const bk_cli_command cmd = {
       .prog = prog,
-      .description =
-          a == CHECK ? "Check keys (arguments, or one per stdin line)."
-                     : "Keys given as arguments take --id; without "
-                       "arguments, stdin lines are \"ID KEY\".",
+      .description = a == CHECK
+                         ? "Check keys (arguments, or one per stdin line)."
+                         : "Keys given as arguments take --id; without "
+                           "arguments, stdin lines are \"ID KEY\".",
       .opts = opts,
       .n_opts = a == CHECK ? 1 : 2,
   };
@@ -242,8 +244,10 @@ static int cmd_keys(int argc, char **argv, enum action a) {
         unsigned long long v = strtoull(line, &end, 10);
         if (end == line || errno || (*end != ' ' && *end != '\t') ||
             line[0] == '-' || v == UINT64_MAX) {
-          fprintf(stderr, "%s: stdin line %lu: expected \"ID KEY\" with ID "
-                  "an integer from 0 to 18446744073709551614\n", prog, lineno);
+          fprintf(stderr,
+                  "%s: stdin line %lu: expected \"ID KEY\" with ID "
+                  "an integer from 0 to 18446744073709551614\n",
+                  prog, lineno);
           result = 1;
           break;
         }
@@ -266,7 +270,9 @@ static int cmd_keys(int argc, char **argv, enum action a) {
   return result;
 }
 
-static int cmd_add(int argc, char **argv) { return cmd_keys(argc, argv, ADD); }
+static int cmd_add(int argc, char **argv) {
+  return cmd_keys(argc, argv, ADD);
+}
 static int cmd_remove(int argc, char **argv) {
   return cmd_keys(argc, argv, REMOVE);
 }
@@ -333,8 +339,7 @@ static int cmd_file_only(int argc, char **argv, bool info) {
       printf("%" PRIu64 "-%" PRIu64, f.first_id, f.last_id);
     else
       printf("none (from %" PRIu64 ")", f.first_id);
-    printf(" m %" PRIu64 " k %u fpp %.3g fill_fpp %.3g saturated %" PRIu64
-           "\n",
+    printf(" m %" PRIu64 " k %u fpp %.3g fill_fpp %.3g saturated %" PRIu64 "\n",
            f.m_counters, f.k, f.fpp, f.fill_fpp, f.saturated);
   }
   bk_scbf_destroy(s);
