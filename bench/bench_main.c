@@ -10,6 +10,7 @@ static void register_all(void) {
   bk_bench_register_bloom();
   bk_bench_register_fbf();
   bk_bench_register_idem();
+  bk_bench_register_cbf();
   bk_bench_register_scbf();
 }
 
@@ -18,6 +19,7 @@ int main(int argc, char **argv) {
   bk_bench_release_bloom();
   bk_bench_release_fbf();
   bk_bench_release_idem();
+  bk_bench_release_cbf();
   bk_bench_release_scbf();
   return status;
 }

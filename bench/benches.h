@@ -23,6 +23,11 @@ void bk_bench_release_fbf(void);
 void bk_bench_register_idem(void);
 void bk_bench_release_idem(void);
 
+/* bench_cbf.c: bk_cbf against a bk_bloom of the same layout, m and k at
+ * 2^23 and 2^26 counters. */
+void bk_bench_register_cbf(void);
+void bk_bench_release_cbf(void);
+
 /* bench_scbf.c: bk_scbf contains over 5 filters against 1 filter of the
  * same keys. */
 void bk_bench_register_scbf(void);

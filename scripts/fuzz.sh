@@ -17,6 +17,11 @@
 # Each target uses -timeout=2, so a call that runs long is a finding, keeps
 # what it discovers in $BK_FUZZ_BUILD/corpus-<kind> (the committed seeds are
 # only read) and writes crashing inputs to $BK_FUZZ_BUILD/findings-<kind>/.
+# A timeout is confirmed by running its input again alone (3 times, same
+# timeout): one that does not reproduce was the machine, not the code (a
+# fuzzer at low priority on a busy machine can be descheduled for seconds,
+# e.g. in the middle of ASan's quarantine recycling); it is kept under
+# findings-<kind>/unconfirmed/, counted apart, and fuzzing goes on.
 # Exit status 1 if any target found something.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -61,7 +66,7 @@ fuzz_kind() {
   local exe="$fbuild/tests/fuzz/fuzz_${kind}_deserialize"
   local corpus="$fbuild/corpus-$kind" found="$fbuild/findings-$kind"
   local log="$fbuild/fuzz-$kind.log" budget=$((minutes * 60))
-  local cpu=0 execs=0 chunk=0 findings=0 rc
+  local cpu=0 execs=0 chunk=0 findings=0 spurious=0 rc
   mkdir -p "$corpus" "$found"
   : >"$log"
   while awk -v c="$cpu" -v b="$budget" 'BEGIN { exit !(c < b) }'; do
@@ -83,7 +88,22 @@ fuzz_kind() {
     execs=$((execs + $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" |
       tail -1 | grep -o '[0-9]*$' || echo 0)))
     if [ "$rc" != 0 ]; then
-      findings=$(find "$found" -type f | wc -l)
+      local t confirmed=0
+      for t in "$found"/timeout-*; do
+        [ -f "$t" ] || continue
+        if "$exe" -timeout=2 -runs=3 "$t" >>"$log.triage" 2>&1; then
+          mkdir -p "$found/unconfirmed"
+          mv "$t" "$found/unconfirmed/"
+          spurious=$((spurious + 1))
+        else
+          confirmed=1
+        fi
+      done
+      findings=$(find "$found" -maxdepth 1 -type f | wc -l)
+      if [ "$findings" -eq 0 ] && [ "$confirmed" = 0 ] &&
+        [ "$spurious" -le 20 ]; then
+        continue # only unconfirmed timeouts: go on with the budget
+      fi
       [ "$findings" -gt 0 ] || findings=1
       break
     fi
@@ -93,7 +113,7 @@ fuzz_kind() {
   cov=$(echo "$last" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
   ft=$(echo "$last" | sed -n 's/.*ft: \([0-9]*\).*/\1/p')
   units=$(find "$corpus" -type f | wc -l)
-  echo "$execs $cpu ${cov:-?} ${ft:-?} $units $findings" >"$fbuild/fuzz-$kind.stats"
+  echo "$execs $cpu ${cov:-?} ${ft:-?} $units $findings $spurious" >"$fbuild/fuzz-$kind.stats"
 }
 
 echo "fuzz.sh: $minutes CPU-minute(s) per target, $jobs at once:$kinds"
@@ -111,14 +131,14 @@ done
 
 summary="$fbuild/fuzz-summary.md"
 {
-  echo "| target | CPU min | executions | exec per CPU-s | coverage (edges) | features | corpus units | findings |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| target | CPU min | executions | exec per CPU-s | coverage (edges) | features | corpus units | unconfirmed timeouts | findings |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   for kind in $kinds; do
-    read -r execs cpu cov ft units findings <"$fbuild/fuzz-$kind.stats"
+    read -r execs cpu cov ft units findings spurious <"$fbuild/fuzz-$kind.stats"
     awk -v k="$kind" -v e="$execs" -v c="$cpu" -v cov="$cov" -v ft="$ft" \
-      -v u="$units" -v f="$findings" 'BEGIN {
-        printf "| fuzz_%s_deserialize | %.1f | %d | %.0f | %s | %s | %d | %d |\n",
-          k, c / 60, e, (c > 0 ? e / c : 0), cov, ft, u, f }'
+      -v u="$units" -v f="$findings" -v sp="${spurious:-0}" 'BEGIN {
+        printf "| fuzz_%s_deserialize | %.1f | %d | %.0f | %s | %s | %d | %d | %d |\n",
+          k, c / 60, e, (c > 0 ? e / c : 0), cov, ft, u, sp, f }'
   done
 } >"$summary"
 cat "$summary"

@@ -20,6 +20,10 @@ tsan="$asan-tsan"
 cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBK_SANITIZE=thread \
   -DBK_BUILD_BENCH=OFF >/dev/null
 cmake --build "$tsan" -j2
-TSAN_OPTIONS=halt_on_error=1 \
-  ctest --test-dir "$tsan" --output-on-failure -R 'test_(bits|counters|bloom|cbf|scbf)'
+# detect_deadlocks=0: bk_idem_serialize holds every stripe lock at once,
+# more mutexes than TSan's deadlock detector tracks (64); races are still
+# reported.
+TSAN_OPTIONS=halt_on_error=1:detect_deadlocks=0 \
+  ctest --test-dir "$tsan" --output-on-failure -j2 \
+  -R 'test_(bits|counters|bloom|cbf|scbf|fbf|rbf|idem)'
 echo "sanitizer runs passed"

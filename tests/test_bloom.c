@@ -232,7 +232,7 @@ static void test_create_capacity_fpp(void **state) {
       uint64_t m_opt;
       unsigned k_opt;
       double p = cases[i].p == 0.0 ? 0.01 : cases[i].p;
-      assert_bk_ok(bk_params_optimal(cases[i].n, p, &m_opt, &k_opt));
+      assert_bk_ok(bk_params_for_target(cases[i].n, p, &m_opt, &k_opt));
       bk_bloom_info info;
       memset(&info, 0xA5, sizeof info);
       assert_bk_ok(bk_bloom_info_get(b, &info));

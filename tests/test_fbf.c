@@ -304,7 +304,7 @@ static void test_create_defaults(void **state) {
   bk_fbf *f = make(&cfg);
   uint64_t m;
   unsigned k;
-  assert_bk_ok(bk_params_optimal(2000, 0.01, &m, &k));
+  assert_bk_ok(bk_params_for_target(2000, 0.01, &m, &k));
   bk_fbf_info in = info_of(f);
   assert_int_equal(in.m_bits, m);
   assert_int_equal(in.k, k);
@@ -909,6 +909,23 @@ static void test_create_fixed_k_meets_fpp(void **state) {
   }
 }
 
+/* A small adaptive FBF's settings: 256 bits, k = 3, N = 1, t = 100 in
+ * [40, 200] by steps of 20, a tick every 50, up to 8 filters. */
+static bk_fbf_config small_adaptive_config(void) {
+  return (bk_fbf_config){.m_bits = 256,
+                         .k = 3,
+                         .n_past = 1,
+                         .refresh_period = 100,
+                         .adaptive = true,
+                         .target_fpp = 0.01,
+                         .adapt_interval = 50,
+                         .period_step = 20,
+                         .min_period = 40,
+                         .max_period = 200,
+                         .max_filters = 8,
+                         .seed = 6};
+}
+
 /* Found by the codec harness's round trip after the exercise calls: when a
  * refresh pushed next_refresh to "never" (the sum saturated), advance
  * stopped there and left the adaptation ticks due before `now` undone, so
@@ -921,18 +938,9 @@ static void test_advance_to_end_leaves_no_tick_due(void **state) {
   const uint64_t ends[] = {UINT64_MAX - 1, UINT64_MAX};
   for (size_t e = 0; e < 2; e++)
     for (uint64_t step_log = 50; step_log <= 62; step_log += 4) {
-      bk_fbf_config cfg = {.m_bits = 256,
-                           .k = 3,
-                           .n_past = 1,
-                           .refresh_period = 100,
-                           .adaptive = true,
-                           .target_fpp = 0.01,
-                           .adapt_interval = 50,
-                           .period_step = (uint64_t)1 << step_log,
-                           .min_period = 40,
-                           .max_period = (uint64_t)1 << 63,
-                           .max_filters = 8,
-                           .seed = 6};
+      bk_fbf_config cfg = small_adaptive_config();
+      cfg.period_step = (uint64_t)1 << step_log;
+      cfg.max_period = (uint64_t)1 << 63;
       bk_fbf *f = make(&cfg);
       for (uint64_t i = 0; i < 4; i++) (void)add_new(f, hash_id(f, i));
       advance(f, 1000);
@@ -2843,18 +2851,7 @@ static void test_deserialize_hostile(void **state) {
   bk_test_codec_hostile(&bk_test_codec_fbf, f, seed + 1);
   bk_fbf_destroy(f);
 
-  bk_fbf_config cfg = {.m_bits = 256,
-                       .k = 3,
-                       .n_past = 1,
-                       .refresh_period = 100,
-                       .adaptive = true,
-                       .target_fpp = 0.01,
-                       .adapt_interval = 50,
-                       .period_step = 20,
-                       .min_period = 40,
-                       .max_period = 200,
-                       .max_filters = 8,
-                       .seed = 6};
+  bk_fbf_config cfg = small_adaptive_config();
   f = make(&cfg);
   for (unsigned i = 0; i < 6; i++) {
     advance(f, 60 * i + 30);

@@ -125,6 +125,43 @@ static void test_optimal_formula_grid(void **state) {
   }
 }
 
+/* bk_params_for_target: optimal's k, and the least m that meets p with it
+ * (the textbook m misses p with the rounded k: n = 10^6, p = 0.01 gives
+ * 0.010039 at m = 9585059, k = 7). */
+static void test_for_target_meets_p(void **state) {
+  (void)state;
+  const uint64_t ns[] = {1, 10, 1000, 12345, 1000000, 98765432};
+  const double ps[] = {0.5, 0.1, 0.05, 0.01, 0.001, 1e-4, 1e-6, 1e-10, 1e-30};
+  for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+    for (size_t b = 0; b < sizeof ps / sizeof ps[0]; b++) {
+      uint64_t m, m_opt;
+      unsigned k, k_opt;
+      double got;
+      assert_bk_ok(bk_params_for_target(ns[a], ps[b], &m, &k));
+      assert_bk_ok(bk_params_optimal(ns[a], ps[b], &m_opt, &k_opt));
+      assert_int_equal(k, k_opt);
+      assert_bk_ok(bk_params_fpp(m, k, ns[a], &got));
+      if (!(got <= ps[b] * (1 + 1e-9)))
+        fail_msg("n %llu p %g: m %llu k %u gives %g",
+                 (unsigned long long)ns[a], ps[b], (unsigned long long)m, k,
+                 got);
+      if (m > 1) { /* the least such m */
+        assert_bk_ok(bk_params_fpp(m - 1, k, ns[a], &got));
+        assert_true(got > ps[b] * (1 - 1e-9));
+      }
+    }
+  uint64_t m;
+  unsigned k;
+  assert_bk_ok(bk_params_optimal(1000000, 0.01, &m, &k));
+  double textbook;
+  assert_bk_ok(bk_params_fpp(m, k, 1000000, &textbook));
+  assert_true(textbook > 0.01); /* what the new function is for */
+  assert_bk_ok(bk_params_for_target(1000000, 0.01, &m, NULL));
+  assert_true(m > 9585059);
+  assert_bk_status(bk_params_for_target(0, 0.01, &m, &k), BK_EINVAL);
+  assert_bk_status(bk_params_for_target(10, 1.0, &m, &k), BK_EINVAL);
+}
+
 static void test_optimal_null_outputs(void **state) {
   (void)state;
   uint64_t m = 0;
@@ -717,6 +754,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_optimal_hand_computed),
       cmocka_unit_test(test_optimal_formula_grid),
+      cmocka_unit_test(test_for_target_meets_p),
       cmocka_unit_test(test_optimal_null_outputs),
       cmocka_unit_test(test_optimal_invalid),
       cmocka_unit_test(test_m_for_k),

@@ -161,7 +161,7 @@ static void test_threshold(void **state) {
   /* Sized by capacity and fpp like a bk_bloom; target = fpp. */
   uint64_t m;
   unsigned k;
-  assert_bk_ok(bk_params_optimal(1000, 0.01, &m, &k));
+  assert_bk_ok(bk_params_for_target(1000, 0.01, &m, &k));
   bk_rbf_config cap = {.capacity = 1000, .fpp = 0.01};
   check_threshold(&cap, m, k, 0.01);
   /* ... and the threshold sits near the capacity it was sized for. */

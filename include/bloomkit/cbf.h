@@ -22,8 +22,13 @@
  *
  * Thread safety (as bk_bloom): add, remove and contains/count (and their
  * _hash and batch forms) may run concurrently from any number of threads;
- * each counter update is one atomic read-modify-write, and a reader sees
- * each counter before or after an update, never torn. A contains running
+ * each counter update is one atomic read-modify-write (a compare-and-swap
+ * on the counter's word), and a reader sees each counter before or after
+ * an update, never torn. With `single_writer` set, at most one thread may
+ * add or remove at a time (any number may still read beside it): updates
+ * are then plain loads and atomic stores of the word, without the locked
+ * instruction, which is most of an add's cost when the counters are in
+ * cache (the dablooms model: one writer). A contains running
  * beside a remove of the same key may see it either way. merge, clear and
  * deserialize need exclusive access to their destination; info and
  * serialize are safe beside updates (a snapshot of each counter, not of
@@ -56,6 +61,7 @@ typedef struct bk_cbf_config {
   bk_bloom_layout layout; /**< BK_BLOOM_STANDARD (default) or BLOCKED */
   bk_hash_alg hash_alg;   /**< BK_HASH_XXH3 by default */
   uint64_t seed;          /**< hash seed (32 bits for Murmur3) */
+  bool single_writer;     /**< one updating thread at a time (see above) */
   const bk_allocator *allocator; /**< NULL: libc */
 } bk_cbf_config;
 
@@ -130,6 +136,12 @@ BK_API bk_status bk_cbf_contains_many_hash(const bk_cbf *f,
  * width, layout, hash or seed).
  */
 BK_API bk_status bk_cbf_merge(bk_cbf *dst, const bk_cbf *src);
+/**
+ * Switch between concurrent updates (false, the default, and what a loaded
+ * filter starts with) and single_writer (true). Needs exclusive access.
+ * Errors: BK_EINVAL.
+ */
+BK_API bk_status bk_cbf_set_single_writer(bk_cbf *f, bool single_writer);
 /** Zero every counter. Errors: BK_EINVAL. */
 BK_API bk_status bk_cbf_clear(bk_cbf *f);
 /** Parameters, fill and saturation; O(m). Errors: BK_EINVAL. */

@@ -90,10 +90,11 @@ bk_status bk__cbf_resolve(const bk_cbf_config *cfg, bk__cbf_params *out) {
     BK_RETURN_IF(cfg->capacity == 0, BK_EINVAL);
     capacity = cfg->capacity;
     /* k: the optimal one unless given; m: the least that meets fpp with
-     * that k exactly (the optimum's m, sized for a real k rather than the
-     * rounded one, can miss fpp by a few tenths of a percent). */
-    if (!k) BK_TRY(bk_params_optimal(capacity, fpp, &m, &k));
-    BK_TRY(bk_params_m_for_k(capacity, fpp, k, &m));
+     * that k exactly. */
+    if (!k)
+      BK_TRY(bk_params_for_target(capacity, fpp, &m, &k));
+    else
+      BK_TRY(bk_params_m_for_k(capacity, fpp, k, &m));
     BK_RETURN_IF(m > BK__CBF_COUNTERS_MAX, BK_EINVAL);
     if (cfg->layout == BK_BLOOM_BLOCKED)
       BK_TRY(blocked_m(capacity, fpp, k, cells, m, &m));
@@ -155,7 +156,9 @@ bk_status bk_cbf_create(bk_cbf **out, const bk_cbf_config *cfg) {
   BK_TRY(bk__alloc_init(&al, cfg->allocator));
   bk__cbf_params p;
   BK_TRY(bk__cbf_resolve(cfg, &p));
-  return cbf_new(out, &al, &p);
+  BK_TRY(cbf_new(out, &al, &p));
+  (*out)->single_writer = cfg->single_writer;
+  return BK_OK;
 }
 
 void bk_cbf_destroy(bk_cbf *f) {
@@ -185,14 +188,13 @@ static inline void positions(const bk_cbf *f, bk_hash h, uint64_t *idx) {
   const uint64_t base = bk_reduce(h.lo, f->n_blocks) << bits;
   const uint64_t mask = ((uint64_t)1 << bits) - 1;
   const unsigned per = 64u / bits;
-  uint64_t grp = bk__mix64(h.hi);
-  for (unsigned i = 0, left = 0; i < k; i++, left--) {
+  uint64_t grp = bk__mix64(h.hi), cur = grp;
+  for (unsigned i = 0, left = per; i < k; i++, left--, cur >>= bits) {
     if (!left) {
-      if (i) grp = bk__mix64(grp + GOLDEN);
+      cur = grp = bk__mix64(grp + GOLDEN);
       left = per;
     }
-    idx[i] = base | (grp & mask);
-    grp >>= bits;
+    idx[i] = base | (cur & mask);
   }
 }
 
@@ -207,12 +209,17 @@ static inline uint32_t get(const bk_cbf *f, uint64_t i) {
   return (uint32_t)((w >> shift_of(f, i)) & f->max);
 }
 
-/* +1 unless saturated. */
+/* +1 unless saturated. A single writer stores the new word (readers see
+ * the old or the new one); otherwise a compare-and-swap. */
 static inline void inc(const bk_cbf *f, uint64_t i) {
   uint64_t *w = word_of(f, i);
   const unsigned sh = shift_of(f, i);
   const uint64_t mask = (uint64_t)f->max << sh, one = (uint64_t)1 << sh;
   uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
+  if (f->single_writer) {
+    if ((cur & mask) != mask) __atomic_store_n(w, cur + one, __ATOMIC_RELAXED);
+    return;
+  }
   while ((cur & mask) != mask &&
          !__atomic_compare_exchange_n(w, &cur, cur + one, true,
                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
@@ -225,6 +232,11 @@ static inline void dec(const bk_cbf *f, uint64_t i) {
   const unsigned sh = shift_of(f, i);
   const uint64_t mask = (uint64_t)f->max << sh, one = (uint64_t)1 << sh;
   uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
+  if (f->single_writer) {
+    if ((cur & mask) != mask && (cur & mask) != 0)
+      __atomic_store_n(w, cur - one, __ATOMIC_RELAXED);
+    return;
+  }
   while ((cur & mask) != mask && (cur & mask) != 0 &&
          !__atomic_compare_exchange_n(w, &cur, cur - one, true,
                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
@@ -274,13 +286,69 @@ bk_status bk__cbf_remove(bk_cbf *f, bk_hash h) {
   return BK_OK;
 }
 
-bool bk__cbf_contains(const bk_cbf *f, bk_hash h) {
-  uint64_t idx[BK_K_MAX];
-  positions(f, h, idx);
-  prefetch_idx(f, idx, 0);
-  for (unsigned i = 0; i < f->k; i++)
-    if (!get(f, idx[i])) return false;
+/* Lookups compute each position as they go and stop at the first zero
+ * counter, like bk_bloom's: an absent key usually costs one or two loads,
+ * and the loads of a present key still overlap (nothing depends on them
+ * but a well-predicted branch). Prefetching all k first would spend memory
+ * bandwidth on positions an absent key never needs. */
+/* A counter from locals (the fields are read once per call: the atomic
+ * loads would otherwise make the compiler reload them for every probe). */
+static inline uint64_t get_at(const uint64_t *words, unsigned lw,
+                              uint64_t max, uint64_t i) {
+  uint64_t bit = i << lw;
+  return (__atomic_load_n(&words[bit >> 6], __ATOMIC_RELAXED) >> (bit & 63)) &
+         max;
+}
+
+static inline bool standard_contains(const bk_cbf *f, bk_hash h) {
+  uint64_t a = h.lo, b = bk__mix64(h.hi); /* bk__indices' sequence */
+  const uint64_t m = f->m, max = f->max;
+  const uint64_t *words = f->words;
+  const unsigned lw = f->log_width, k = f->k;
+  /* The first two probes without a branch between them: at the design fill
+   * each is nonzero with probability ~1/2, so a branch on the first alone
+   * would mispredict half the time (as bk_bloom's standard_contains). */
+  uint64_t c0 = get_at(words, lw, max, bk_reduce(a, m));
+  a += b;
+  b += 1;
+  uint64_t c1 = k > 1 ? get_at(words, lw, max, bk_reduce(a, m)) : 1;
+  if ((c0 == 0) | (c1 == 0)) return false;
+  a += b;
+  b += 2;
+  for (unsigned i = 2; i < k; i++) {
+    if (!get_at(words, lw, max, bk_reduce(a, m))) return false;
+    a += b;
+    b += i + 1;
+  }
   return true;
+}
+
+static inline bool blocked_contains(const bk_cbf *f, bk_hash h) {
+  const unsigned bits = f->log_cells, per = 64u / bits, k = f->k;
+  const unsigned lw = f->log_width;
+  const uint64_t max = f->max, mask = ((uint64_t)1 << bits) - 1;
+  /* The block's 8 words; counter j of the block at bit j << lw. */
+  const uint64_t *blk = f->words + bk_reduce(h.lo, f->n_blocks) * 8;
+  uint64_t grp = bk__mix64(h.hi), cur = grp;
+  /* Two probes before the first branch, as in standard_contains (per >= 4,
+   * so both come from the first group word). */
+  uint64_t c0 = get_at(blk, lw, max, cur & mask);
+  uint64_t c1 = k > 1 ? get_at(blk, lw, max, (cur >> bits) & mask) : 1;
+  if ((c0 == 0) | (c1 == 0)) return false;
+  cur >>= 2 * bits;
+  for (unsigned i = 2, left = per - 2; i < k; i++, left--, cur >>= bits) {
+    if (!left) {
+      cur = grp = bk__mix64(grp + GOLDEN);
+      left = per;
+    }
+    if (!get_at(blk, lw, max, cur & mask)) return false;
+  }
+  return true;
+}
+
+bool bk__cbf_contains(const bk_cbf *f, bk_hash h) {
+  return f->layout == BK_BLOOM_STANDARD ? standard_contains(f, h)
+                                        : blocked_contains(f, h);
 }
 
 uint32_t bk__cbf_count(const bk_cbf *f, bk_hash h) {
@@ -447,6 +515,12 @@ bk_status bk_cbf_merge(bk_cbf *dst, const bk_cbf *src) {
     uint64_t next = (cur & ~((uint64_t)max << sh)) | ((uint64_t)v << sh);
     __atomic_store_n(w, next, __ATOMIC_RELAXED);
   }
+  return BK_OK;
+}
+
+bk_status bk_cbf_set_single_writer(bk_cbf *f, bool single_writer) {
+  BK_RETURN_IF(!f, BK_EINVAL);
+  f->single_writer = single_writer;
   return BK_OK;
 }
 

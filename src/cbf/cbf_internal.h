@@ -30,6 +30,7 @@ struct bk_cbf {
   bk_hash_alg hash_alg;
   uint32_t max; /* a counter's maximum */
   bool owned;   /* words come from region (else a view) */
+  bool single_writer; /* updates without locked instructions */
   bk__alloc alloc;
   bk__region region;
 };

@@ -291,6 +291,8 @@ static void filter_setup(bk_scbf *s, unsigned i, unsigned char *record,
   f->fpp = fpp;
   f->record_bytes = bk__scbf_record_bytes(fp);
   bk__cbf_view(&f->view, fp, record + BK__SCBF_RECORD_HEADER);
+  /* Every writer holds write_lock: one updating thread at a time. */
+  f->view.single_writer = true;
 }
 
 void bk_scbf_destroy(bk_scbf *s) {

@@ -195,7 +195,7 @@ static bk_status resolve_size(const bk_bloom_config *cfg, uint64_t *m_out,
   } else {
     BK_RETURN_IF(!cfg->capacity, BK_EINVAL);
     if (!k) {
-      BK_TRY(bk_params_optimal(cfg->capacity, fpp, &m, &k));
+      BK_TRY(bk_params_for_target(cfg->capacity, fpp, &m, &k));
     } else {
       /* k fixed: the smallest m that meets p with it. */
       BK_TRY(bk_params_m_for_k(cfg->capacity, fpp, k, &m));

@@ -49,6 +49,17 @@ bk_status bk_params_optimal(uint64_t n, double p, uint64_t *m_bits,
   return BK_OK;
 }
 
+bk_status bk_params_for_target(uint64_t n, double p, uint64_t *m_bits,
+                                unsigned *k) {
+  uint64_t m;
+  unsigned ki;
+  BK_TRY(bk_params_optimal(n, p, &m, &ki));
+  BK_TRY(bk_params_m_for_k(n, p, ki, &m));
+  if (m_bits) *m_bits = m;
+  if (k) *k = ki;
+  return BK_OK;
+}
+
 /* 1 - (1 - 1/m)^{k n}: the chance one given bit is set after n insertions,
  * computed as -expm1(k n log1p(-1/m)) so it stays exact for huge m. */
 static double bit_set_probability(double m, unsigned k, double n) {

@@ -924,7 +924,7 @@ static bk_status resolve_config(const bk_fbf_config *cfg, uint64_t *m_out,
       k = cfg->k;
       BK_TRY(bk_params_m_for_k(2 * cfg->capacity, fpp, k, &m));
     } else {
-      BK_TRY(bk_params_optimal(2 * cfg->capacity, fpp, &m, &k));
+      BK_TRY(bk_params_for_target(2 * cfg->capacity, fpp, &m, &k));
     }
   }
   unsigned n_filters = cfg->n_past + 2;

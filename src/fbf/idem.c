@@ -264,7 +264,7 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
     if (!m && k) {
       s = bk_params_m_for_k(2 * ops, fpp, k, &m); /* m that meets fpp */
     } else if (!m) {
-      s = bk_params_optimal(2 * ops, fpp, &m, &k);
+      s = bk_params_for_target(2 * ops, fpp, &m, &k);
     }
     uint64_t total = 0;
     if (s == BK_OK &&
