@@ -84,7 +84,7 @@ struct bk_scbf {
   unsigned char *hdr;         /* the 128-byte header (file or mem_hdr) */
   int fd;                     /* -1 in memory */
   void *hdr_map;
-  uint64_t file_size;
+  _Atomic uint64_t file_size; /* read by info beside a growing writer */
   pthread_mutex_t write_lock;
   _Alignas(8) unsigned char mem_hdr[BK__SCBF_FILE_HEADER];
   scbf_filter filters[BK_SCBF_FILTERS_MAX];
@@ -367,7 +367,7 @@ static bk_status grow(bk_scbf *s, unsigned i, uint64_t start_id) {
             size > (uint64_t)INT64_MAX,
         BK_EFULL);
     if (ftruncate(s->fd, (off_t)size) != 0) return BK_EIO;
-    s->file_size = size;
+    atomic_store_explicit(&s->file_size, size, memory_order_relaxed);
     bk_status st = file_map_record(s, i, offset, &fp, &record);
     if (st != BK_OK) return st;
   }
@@ -477,7 +477,7 @@ static bk_status file_load(bk_scbf *s, uint64_t size) {
   /* A crash while growing can leave a longer file: cut it back, so the
    * next growth starts from zeroed bytes. */
   if (size > offset && ftruncate(s->fd, (off_t)offset) != 0) return BK_EIO;
-  s->file_size = offset;
+  atomic_store_explicit(&s->file_size, offset, memory_order_relaxed);
   return BK_OK;
 }
 
@@ -521,7 +521,8 @@ bk_status bk_scbf_open(bk_scbf **out, const char *path,
       } else {
         s->hdr_map = m;
         s->hdr = m;
-        s->file_size = BK__SCBF_FILE_HEADER;
+        atomic_store_explicit(&s->file_size, BK__SCBF_FILE_HEADER,
+                              memory_order_relaxed);
         /* Fill everything but the magic, which goes last: a file cut off
          * while being created is not a bloomkit file. */
         header_init(s);
@@ -756,7 +757,9 @@ bk_status bk_scbf_info_get(const bk_scbf *s, bk_scbf_info *out) {
       .mem_seqnum = word_load(s->hdr + H_MEM),
       .disk_seqnum = word_load(s->hdr + H_DISK),
       .file_backed = s->fd >= 0,
-      .file_size = s->fd >= 0 ? s->file_size : 0,
+      .file_size =
+          s->fd >= 0 ? atomic_load_explicit(&s->file_size, memory_order_relaxed)
+                     : 0,
       .memory = sizeof *s,
   };
   unsigned n = atomic_load_explicit(&s->n_filters, memory_order_acquire);
