@@ -11,6 +11,7 @@ static void register_all(void) {
   bk_bench_register_fbf();
   bk_bench_register_idem();
   bk_bench_register_cbf();
+  bk_bench_register_scbf();
 }
 
 int main(int argc, char **argv) {
@@ -19,5 +20,6 @@ int main(int argc, char **argv) {
   bk_bench_release_fbf();
   bk_bench_release_idem();
   bk_bench_release_cbf();
+  bk_bench_release_scbf();
   return status;
 }

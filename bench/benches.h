@@ -28,4 +28,9 @@ void bk_bench_release_idem(void);
 void bk_bench_register_cbf(void);
 void bk_bench_release_cbf(void);
 
+/* bench_scbf.c: bk_scbf contains over 5 filters against 1 filter of the
+ * same keys. */
+void bk_bench_register_scbf(void);
+void bk_bench_release_scbf(void);
+
 #endif

@@ -161,6 +161,220 @@ BK_API bk_status bk_cbf_deserialize(const void *buf, size_t len,
                                     const bk_allocator *allocator,
                                     bk_cbf **out);
 
+/* ==== bk_scbf: the scalable counting filter ============================== */
+
+/*
+ * bk_scbf: a list of counting filters (bk_cbf) that grows, after bitly's
+ * dablooms (see docs/design.md, "scbf"). Filter i has capacity
+ * capacity * growth^i and error fpp * (1 - r) * r^i (r = tightening), so the
+ * compound error (the sum over filters) stays below fpp however many are
+ * opened. Every add and remove carries a caller id, e.g. a timestamp or a
+ * database row id, monotone in practice. Each filter owns a range of ids:
+ * filter 0 starts at id 0 and filter i+1 starts just past the greatest id
+ * added to filter i. The newest filter is "full" when the keys it holds
+ * (adds minus removes) reach its capacity; the next add whose id is above
+ * every id it holds opens filter i+1. An add with a smaller id goes to the
+ * filter whose range holds it (so an older filter can be overfilled, as in
+ * dablooms). A remove goes to the filter whose range holds its id, so it
+ * never touches a filter the key was not added to. A check (contains) needs
+ * no id and asks every filter; all filters share one hash, so a key is
+ * hashed once.
+ *
+ * Storage: in memory (bk_scbf_create) or in a memory-mapped file
+ * (bk_scbf_open). The file is self-describing: magic, version, type, every
+ * parameter, a checksum of its header and of each filter's header (the
+ * counters are not checksummed: they change on every write). Reopening
+ * needs only the path; a file of another type or version, truncated or
+ * with a damaged header is refused and never read past its end. Sizes and
+ * offsets are 64-bit. Growing maps the new filter's part of the file on its
+ * own, so the filters already mapped never move.
+ *
+ * Sequence numbers (dablooms' mem_seqnum / disk_seqnum): every successful
+ * add or remove is one write and gets the next sequence number (create is
+ * write 1). mem_seqnum is 0 while a write is in progress and its number
+ * once it completed, stored in the file's header: after a process crash
+ * (the OS survived, so the page cache did) a reopened file's mem_seqnum is
+ * the last write the file holds completely, or 0 when it died mid-write
+ * (replay from disk_seqnum, or rebuild). disk_seqnum is set by
+ * bk_scbf_flush after msync: every write up to it is on disk. After an OS
+ * crash the file holds every write up to disk_seqnum and possibly parts of
+ * later ones, so replaying adds from disk_seqnum + 1 is safe (a counter can
+ * only be counted twice, never lost); a replayed remove could remove a key
+ * twice, so an application that removes and must survive an OS crash
+ * rebuilds the filter instead. Both are 0 for an in-memory filter's
+ * disk_seqnum. The application maps sequence numbers to its own log.
+ *
+ * Thread safety: contains (and _hash), the seqnum getters and info may run
+ * from any number of threads concurrently with each other and with writers.
+ * add, remove and flush serialise on the filter's write lock (so several
+ * writer threads are safe too, one at a time). A reader never sees a torn
+ * filter: a new filter is fully set up before it is published (an atomic
+ * release of the filter count), and mapped filters never move. A contains
+ * running beside an add or remove of the same key may see it either way.
+ * serialize takes the write lock (a consistent snapshot). destroy needs
+ * exclusive access. Between processes: one process writes a file at a time;
+ * another process that has the file open sees counter changes through the
+ * shared mapping but not filters added after it opened it. Another process
+ * truncating the file while it is mapped is not defended against (SIGBUS).
+ */
+typedef struct bk_scbf bk_scbf;
+
+/** Most filters a bk_scbf may hold (max_filters is at most this). */
+#define BK_SCBF_FILTERS_MAX 64u
+
+/** Configuration; zero fields mean "default". */
+typedef struct bk_scbf_config {
+  uint64_t capacity; /**< keys of the first filter; required, >= 1 */
+  double fpp;        /**< compound target error, [1e-12, 0.5]; 0.01 */
+  double growth;     /**< capacity of filter i+1 / filter i, [1, 1000]; 2 */
+  double tightening; /**< r: error of filter i+1 / filter i, (0, 1); 0.5 */
+  unsigned counter_bits;  /**< 4 (default), 8, 16 or 32 */
+  bk_bloom_layout layout; /**< BK_BLOOM_STANDARD (default) or BLOCKED */
+  bk_hash_alg hash_alg;   /**< BK_HASH_XXH3 by default */
+  uint64_t seed;          /**< hash seed (32 bits for Murmur3) */
+  unsigned max_filters;   /**< 1..BK_SCBF_FILTERS_MAX; 32 */
+  const bk_allocator *allocator; /**< NULL: libc (the struct; in memory
+                                      also the counters) */
+} bk_scbf_config;
+
+/** One filter of a bk_scbf (bk_scbf_filter_info_get). */
+typedef struct bk_scbf_filter_info {
+  uint64_t capacity;   /**< keys it was sized for */
+  double fpp;          /**< its share of the error: fpp (1 - r) r^i */
+  uint64_t m_counters; /**< counters */
+  unsigned k;          /**< hash functions */
+  uint64_t count;      /**< keys added and not removed */
+  bool has_ids;        /**< false until a key was added to it */
+  uint64_t first_id;   /**< its id range [first_id, last_id] (has_ids) */
+  uint64_t last_id;
+  uint64_t nonzero;    /**< counters above zero */
+  uint64_t saturated;  /**< counters stuck at their maximum */
+  double fill_fpp;     /**< rate from the share of nonzero counters */
+} bk_scbf_filter_info;
+
+/** The whole structure (bk_scbf_info_get). */
+typedef struct bk_scbf_info {
+  uint64_t capacity; /**< of filter 0 */
+  double fpp;        /**< the compound target, as stored (1e-12 units) */
+  double growth;     /**< as stored (1e-6 units) */
+  double tightening; /**< as stored (1e-6 units) */
+  unsigned counter_bits;
+  bk_bloom_layout layout;
+  bk_hash_alg hash_alg;
+  uint64_t seed;
+  unsigned max_filters;
+  unsigned n_filters;
+  uint64_t count;       /**< keys added and not removed, all filters */
+  uint64_t nonzero;     /**< counters above zero, all filters */
+  uint64_t saturated;   /**< counters at their maximum, all filters */
+  uint64_t m_counters;  /**< counters, all filters */
+  double estimated_fpp; /**< 1 - prod(1 - fill_fpp of filter i) */
+  uint64_t seqnum;      /**< the last write begun */
+  uint64_t mem_seqnum;  /**< see the header comment; 0: may be inconsistent */
+  uint64_t disk_seqnum; /**< 0: nothing flushed (always 0 in memory) */
+  bool file_backed;
+  uint64_t file_size; /**< bytes of the file (0 in memory) */
+  size_t memory;      /**< bytes held in memory (counters, in memory) */
+} bk_scbf_info;
+
+/**
+ * Create an empty in-memory filter (one filter, id range starting at 0).
+ * Errors: BK_EINVAL (bad config: capacity 0, fpp, growth, tightening or
+ * max_filters out of range, or what bk_cbf_create would refuse for filter
+ * 0), BK_ENOMEM. On error *out is untouched.
+ */
+BK_API bk_status bk_scbf_create(bk_scbf **out, const bk_scbf_config *cfg);
+
+/**
+ * Open the filter kept in the file at `path`, creating it with `cfg` when
+ * the file does not exist or is empty. With cfg NULL the file must exist
+ * and its own header supplies every parameter. With cfg given and a file
+ * already there, the file's parameters must equal cfg's (BK_EMISMATCH
+ * otherwise). The file is mapped shared; writes reach it without a call,
+ * bk_scbf_flush makes them durable. A file longer than its filters (a
+ * crash while growing) is cut back to them. Cost: O(filters), the counters
+ * are not read. Errors: BK_EINVAL (NULL path or out, bad cfg),
+ * BK_ENOTFOUND (cfg NULL and no such file), BK_ECORRUPT (not a bk_scbf
+ * file, truncated, a damaged header or filter header, or a state no
+ * sequence of operations reaches: docs/design.md "scbf"), BK_EVERSION
+ * (newer format), BK_EMISMATCH, BK_EIO (open, ftruncate, mmap failed),
+ * BK_ENOMEM. On error *out is untouched and a file this call created is
+ * removed.
+ */
+BK_API bk_status bk_scbf_open(bk_scbf **out, const char *path,
+                              const bk_scbf_config *cfg);
+
+/** Free (file-backed: unmap and close, without msync). NULL does nothing. */
+BK_API void bk_scbf_destroy(bk_scbf *s);
+
+/** The digest of a key for the _hash forms. Errors: BK_EINVAL. */
+BK_API bk_status bk_scbf_hash(const bk_scbf *s, const void *key, size_t len,
+                              bk_hash *out);
+
+/**
+ * Add a key with the caller's id (below UINT64_MAX): to the newest filter
+ * when id is at least its first id (opening a new filter first when the
+ * newest is full and id is above every id it holds), otherwise to the
+ * older filter whose range holds id. Errors: BK_EINVAL (NULL, id
+ * UINT64_MAX), BK_EFULL (a new filter is needed and max_filters are open,
+ * or its size is beyond what a bk_cbf can hold), BK_ENOMEM, BK_EIO (the
+ * file could not grow). On error nothing changed.
+ */
+BK_API bk_status bk_scbf_add(bk_scbf *s, const void *key, size_t len,
+                             uint64_t id);
+BK_API bk_status bk_scbf_add_hash(bk_scbf *s, bk_hash h, uint64_t id);
+
+/**
+ * Remove a key added with `id` from the filter whose range holds id.
+ * Errors: BK_EINVAL, BK_ENOTFOUND (id in no filter's range, or one of the
+ * key's counters in that filter is zero: the key was not added there);
+ * on BK_ENOTFOUND nothing changed.
+ */
+BK_API bk_status bk_scbf_remove(bk_scbf *s, const void *key, size_t len,
+                                uint64_t id);
+BK_API bk_status bk_scbf_remove_hash(bk_scbf *s, bk_hash h, uint64_t id);
+
+/** *out = whether the key may be present in any filter. O(filters). */
+BK_API bk_status bk_scbf_contains(const bk_scbf *s, const void *key,
+                                  size_t len, bool *out);
+BK_API bk_status bk_scbf_contains_hash(const bk_scbf *s, bk_hash h,
+                                       bool *out);
+
+/**
+ * File-backed: msync every filter, then record disk_seqnum = mem_seqnum in
+ * the header and msync it. In memory: nothing to do. Errors: BK_EINVAL,
+ * BK_EIO (msync failed; disk_seqnum unchanged).
+ */
+BK_API bk_status bk_scbf_flush(bk_scbf *s);
+
+/** *out = mem_seqnum / disk_seqnum (see the header comment). */
+BK_API bk_status bk_scbf_mem_seqnum(const bk_scbf *s, uint64_t *out);
+BK_API bk_status bk_scbf_disk_seqnum(const bk_scbf *s, uint64_t *out);
+
+/** Parameters, fill, saturation, seqnums; O(counters). Errors: BK_EINVAL. */
+BK_API bk_status bk_scbf_info_get(const bk_scbf *s, bk_scbf_info *out);
+/** Filter `index` (0 = oldest); O(its counters). Errors: BK_EINVAL,
+ *  BK_ERANGE (index >= n_filters). */
+BK_API bk_status bk_scbf_filter_info_get(const bk_scbf *s, unsigned index,
+                                         bk_scbf_filter_info *out);
+
+/** Bytes bk_scbf_serialize will write (it may grow by then if writers
+ *  run). Errors: BK_EINVAL. */
+BK_API bk_status bk_scbf_serialized_size(const bk_scbf *s, size_t *out);
+/** A snapshot (under the write lock) in the common envelope; works for
+ *  file-backed filters too. Errors: BK_EINVAL (NULL, cap too small:
+ *  nothing written). */
+BK_API bk_status bk_scbf_serialize(const bk_scbf *s, void *buf, size_t cap,
+                                   size_t *written);
+/**
+ * Load a serialized filter into memory. Every byte is hostile (design.md,
+ * "scbf"). Errors: BK_EINVAL, BK_ECORRUPT, BK_EVERSION, BK_ENOMEM; on
+ * error *out is untouched and nothing leaks.
+ */
+BK_API bk_status bk_scbf_deserialize(const void *buf, size_t len,
+                                     const bk_allocator *allocator,
+                                     bk_scbf **out);
+
 #ifdef __cplusplus
 }
 #endif

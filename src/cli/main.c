@@ -14,6 +14,10 @@
 #include "cli/opts.h"
 
 static const bk_cli_subcommand subcommands[] = {
+    {"cbf",
+     "a file-backed scalable counting filter: create, add, remove, check, "
+     "info, flush",
+     bk_cli_cbf},
     {"fbf-experiments",
      "reproduce the FBF thesis' Fig. 6.1-6.6 (false positive experiments)",
      bk_cli_fbf_experiments},

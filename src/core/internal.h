@@ -147,6 +147,7 @@ enum {
   BK__TYPE_RBF = 6,
   BK__TYPE_CBF = 7,
   BK__TYPE_SCBF = 8,
+  BK__TYPE_SCBF_FILE = 9, /* bk_scbf's file header (cbf/scbf.c) */
 };
 
 /* Writes the 24-byte prefix. */

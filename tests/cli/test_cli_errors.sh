@@ -119,6 +119,46 @@ CASE="$F --only 6.3 --probes 20 --seed=3"
   fail "exit status not 0"
 grep -q '^30000,' "$TMP/out" || fail "no m=30000 row"
 
+# `bloomkit cbf`: usage errors (2), run-time failures (1), a working session.
+C="cbf"
+expect 2 "unknown action 'bogus'" $C bogus
+expect 2 "--capacity is required" $C create "$TMP/c.scbf"
+expect 2 "expected one FILE, got 0 arguments" $C create --capacity 10
+expect 2 "--capacity: '0' is out of range" $C create "$TMP/c.scbf" --capacity 0
+expect 2 "--error: '0.7' is out of range" $C create "$TMP/c.scbf" --capacity 9 --error 0.7
+expect 2 "--counter-bits: '5' is not 4, 8, 16 or 32" $C create "$TMP/c.scbf" --capacity 9 --counter-bits 5
+expect 2 "--tightening: '1' is out of range" $C create "$TMP/c.scbf" --capacity 9 --tightening 1
+expect 2 "keys given as arguments need --id" $C add "$TMP/c.scbf" k1
+expect 2 "--id is for keys given as arguments" $C add "$TMP/c.scbf" --id 3
+expect 2 "--id: 'x' is not an integer" $C add "$TMP/c.scbf" k --id x
+expect 2 "FILE is missing" $C check
+expect 1 "no such file" $C info "$TMP/none.scbf"
+printf 'not a filter' >"$TMP/junk"
+expect 1 "not a bloomkit cbf file, or damaged" $C check "$TMP/junk" k
+CASE="cbf session"
+"$BK" cbf create "$TMP/c.scbf" --capacity 100 --error 0.01 2>"$TMP/err" || fail "create"
+expect 1 "already exists" $C create "$TMP/c.scbf" --capacity 100
+"$BK" cbf add "$TMP/c.scbf" alpha beta --id 1 2>"$TMP/err" || fail "add"
+printf '2 gamma delta\n3 eps\n' | "$BK" cbf add "$TMP/c.scbf" --flush 2>"$TMP/err" || fail "add stdin"
+"$BK" cbf remove "$TMP/c.scbf" beta --id 1 2>"$TMP/err" || fail "remove"
+expect 1 "'beta' (id 1) is not there" $C remove "$TMP/c.scbf" beta --id 1
+printf '9 x\n' | "$BK" cbf add "$TMP/c.scbf" 2>/dev/null
+printf 'nope x\n' >"$TMP/in"
+CASE="cbf add bad line"
+"$BK" cbf add "$TMP/c.scbf" <"$TMP/in" >/dev/null 2>"$TMP/err" && fail "exit 0"
+grep -q 'stdin line 1: expected "ID KEY"' "$TMP/err" || fail "no line message"
+CASE="cbf check"
+printf 'alpha\ngamma delta\nbeta\n' | "$BK" cbf check "$TMP/c.scbf" >"$TMP/out" 2>"$TMP/err" || fail "check"
+grep -q "^present	alpha$" "$TMP/out" || fail "alpha"
+grep -q "^present	gamma delta$" "$TMP/out" || fail "gamma delta"
+grep -q "^absent	beta$" "$TMP/out" || fail "beta"
+CASE="cbf info"
+"$BK" cbf flush "$TMP/c.scbf" 2>"$TMP/err" || fail "flush"
+"$BK" cbf info "$TMP/c.scbf" >"$TMP/out" 2>"$TMP/err" || fail "info"
+grep -q "^keys	4$" "$TMP/out" || fail "keys"
+grep -q "^mem_seqnum	7$" "$TMP/out" || fail "mem_seqnum"
+grep -q "^disk_seqnum	7$" "$TMP/out" || fail "disk_seqnum"
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"
   exit 1

@@ -271,6 +271,43 @@ static void seeds_cbf(void) {
   }
 }
 
+/* bk_scbf: one filter empty, several grown (with a remove and a hot key),
+ * 8-bit blocked, and a murmur one. Small capacities keep the blobs small. */
+static void seeds_scbf(void) {
+  struct {
+    const char *name;
+    bk_scbf_config cfg;
+    unsigned keys;
+  } shapes[] = {
+      {"empty", {.capacity = 16, .fpp = 0.1}, 0},
+      {"grown-4bit", {.capacity = 8, .fpp = 0.2}, 40},
+      {"blocked-8bit",
+       {.capacity = 8, .fpp = 0.2, .counter_bits = 8,
+        .layout = BK_BLOOM_BLOCKED},
+       30},
+      {"murmur-tight",
+       {.capacity = 4, .fpp = 0.3, .growth = 1.5, .tightening = 0.8,
+        .hash_alg = BK_HASH_MURMUR3, .seed = 9, .max_filters = 5},
+       20},
+  };
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    bk_scbf *s;
+    OK(bk_scbf_create(&s, &shapes[i].cfg));
+    for (unsigned j = 0; j < shapes[i].keys; j++) {
+      unsigned char key[8];
+      key_of(j, key);
+      OK(bk_scbf_add(s, key, sizeof key, 2 * j + 1));
+    }
+    if (shapes[i].keys) {
+      unsigned char key[8];
+      key_of(3, key);
+      OK(bk_scbf_remove(s, key, sizeof key, 7));
+    }
+    emit(&bk_test_codec_scbf, s, "scbf", shapes[i].name);
+    bk_scbf_destroy(s);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc != 3 ||
       (strcmp(argv[1], "--write") != 0 && strcmp(argv[1], "--check") != 0)) {
@@ -286,6 +323,7 @@ int main(int argc, char **argv) {
   seeds_rbf();
   seeds_idem();
   seeds_cbf();
+  seeds_scbf();
   if (g_failed) {
     fprintf(stderr,
             "bk_fuzz_seeds: %d of %d seeds differ. If the format changed on "

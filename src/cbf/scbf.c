@@ -1,0 +1,921 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bk_scbf: the scalable counting filter (include/bloomkit/cbf.h), in memory
+ * or in a memory-mapped file. A list of bk_cbf views, each over a "record":
+ * a 64-byte filter header followed by the filter's counters. In memory each
+ * record is one aligned region; in a file the records follow the 128-byte
+ * file header back to back (every offset a multiple of 64) and each is
+ * mapped on its own (from the page below it), so growing maps the new
+ * record and never moves the old ones: readers need no lock. The serialized
+ * form (common envelope) carries the same records as its payload.
+ *
+ * File header (128 bytes, little-endian):
+ *
+ *   0    4  magic "BKIT"            |
+ *   4    2  version (1)             |
+ *   6    2  type tag 9 (SCBF_FILE)  |
+ *   8    4  header length 128       |
+ *  12    4  reserved 0              |  immutable, checksummed
+ *  16   40  parameters (below)      |
+ *  56    8  XXH3-64 of [0, 56)      |
+ *  64    4  n_filters               mutable: updated in place, checked by
+ *  68    4  reserved 0              range on open
+ *  72    8  seqnum (last write begun)
+ *  80    8  mem_seqnum (0 or seqnum)
+ *  88    8  disk_seqnum (<= seqnum)
+ *  96   32  reserved 0
+ *
+ * Parameters (40 bytes; at 16 in the file, at 24 in a blob):
+ *
+ *   +0   8  capacity of filter 0
+ *   +8   8  fpp, units of 1e-12
+ *   +16  4  growth, units of 1e-6
+ *   +20  4  tightening, units of 1e-6
+ *   +24  8  seed
+ *   +32  1  counter_bits   +33 1 layout   +34 1 hash_alg   +35 1 max_filters
+ *   +36  4  reserved 0
+ *
+ * Filter record: a 64-byte header, then bk__cbf_storage_bytes counters.
+ *
+ *   0    8  start_id (first id of its range)   |
+ *   8    8  capacity                           |  immutable, checksummed
+ *  16    8  m (counters)                       |
+ *  24    1  k     25  1 index   26  6 reserved |
+ *  32    8  XXH3-64 of [0, 32)                 |
+ *  40    8  count (keys added, not removed)    mutable
+ *  48    8  end_id (greatest id added + 1; start_id: none yet)
+ *  56    8  reserved 0
+ */
+#define _GNU_SOURCE /* mremap is not used; MAP_* and ftruncate on glibc */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cbf/cbf_internal.h"
+#include "cbf/scbf_internal.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#error \
+    "bk_scbf reads its mutable header fields as native words: little-endian only"
+#endif
+
+typedef struct scbf_filter {
+  bk_cbf view;        /* over the record's counters */
+  unsigned char *hdr; /* the record's 64-byte header */
+  uint64_t start_id;  /* copies of the immutable header fields */
+  uint64_t capacity;
+  double fpp;
+  uint64_t record_bytes; /* header + counters */
+  uint64_t offset;       /* file: offset of the record */
+  void *map;             /* file: the mapping holding it */
+  size_t map_len;
+  bk__region region; /* memory: the record */
+} scbf_filter;
+
+struct bk_scbf {
+  bk__alloc alloc;
+  bk__scbf_params p;
+  _Atomic unsigned n_filters; /* published with release */
+  unsigned char *hdr;         /* the 128-byte header (file or mem_hdr) */
+  int fd;                     /* -1 in memory */
+  void *hdr_map;
+  _Atomic uint64_t file_size; /* read by info beside a growing writer */
+  pthread_mutex_t write_lock;
+  _Alignas(8) unsigned char mem_hdr[BK__SCBF_FILE_HEADER];
+  scbf_filter filters[BK_SCBF_FILTERS_MAX];
+};
+
+/* ---- mutable fields: native atomic words in mapped memory --------------- */
+
+static inline uint64_t word_load(const unsigned char *p) {
+  return __atomic_load_n((const uint64_t *)(const void *)p, __ATOMIC_ACQUIRE);
+}
+static inline void word_store(unsigned char *p, uint64_t v) {
+  __atomic_store_n((uint64_t *)(void *)p, v, __ATOMIC_RELEASE);
+}
+
+#define H_NFILTERS 64
+#define H_SEQ 72
+#define H_MEM 80
+#define H_DISK 88
+#define F_COUNT 40
+#define F_END 48
+
+/* ---- parameters --------------------------------------------------------- */
+
+bk_status bk__scbf_params_from_config(const bk_scbf_config *cfg,
+                                      bk__scbf_params *out) {
+  BK_RETURN_IF(!cfg || cfg->capacity == 0, BK_EINVAL);
+  double fpp = cfg->fpp == 0 ? 0.01 : cfg->fpp;
+  double growth = cfg->growth == 0 ? 2.0 : cfg->growth;
+  double r = cfg->tightening == 0 ? 0.5 : cfg->tightening;
+  BK_RETURN_IF(!(fpp >= 1e-12 && fpp <= 0.5), BK_EINVAL);
+  BK_RETURN_IF(!(growth >= 1.0 && growth <= 1000.0), BK_EINVAL);
+  BK_RETURN_IF(!(r > 0.0 && r < 1.0), BK_EINVAL);
+  unsigned max_filters = cfg->max_filters ? cfg->max_filters : 32;
+  BK_RETURN_IF(max_filters > BK_SCBF_FILTERS_MAX, BK_EINVAL);
+  bk__scbf_params p = {
+      .capacity = cfg->capacity,
+      .fpp_units = (uint64_t)llround(fpp * 1e12),
+      .growth_units = (uint32_t)llround(growth * 1e6),
+      .tightening_units = (uint32_t)llround(r * 1e6),
+      .seed = cfg->seed,
+      .counter_bits = cfg->counter_bits ? cfg->counter_bits : 4,
+      .layout = (unsigned)cfg->layout,
+      .hash_alg =
+          cfg->hash_alg == BK_HASH_DEFAULT ? BK_HASH_XXH3 : cfg->hash_alg,
+      .max_filters = max_filters,
+  };
+  BK_RETURN_IF(p.tightening_units == 0 || p.tightening_units >= 1000000,
+               BK_EINVAL);
+  bk__cbf_params first;
+  BK_RETURN_IF(bk__scbf_filter_params(&p, 0, &first, NULL) != BK_OK, BK_EINVAL);
+  *out = p;
+  return BK_OK;
+}
+
+/* Filter i: capacity c g^i (rounded up) and error fpp (1 - r) r^i, by
+ * repeated multiplication (exactly rounded, so every reader of a file
+ * computes the same numbers as its writer did). */
+bk_status bk__scbf_filter_params(const bk__scbf_params *p, unsigned i,
+                                 bk__cbf_params *out, double *fpp_out) {
+  double r = (double)p->tightening_units / 1e6;
+  double g = (double)p->growth_units / 1e6;
+  double e = (double)p->fpp_units * 1e-12 * (1.0 - r);
+  double c = (double)p->capacity;
+  for (unsigned j = 0; j < i; j++) {
+    e *= r;
+    c *= g;
+  }
+  BK_RETURN_IF(!(c <= 0x1p50) || !(e > 0.0), BK_EFULL);
+  bk_cbf_config cfg = {
+      .capacity = (uint64_t)ceil(c),
+      .fpp = e,
+      .counter_bits = p->counter_bits,
+      .layout = (bk_bloom_layout)p->layout,
+      .hash_alg = p->hash_alg,
+      .seed = p->seed,
+  };
+  BK_RETURN_IF(bk__cbf_resolve(&cfg, out) != BK_OK, BK_EFULL);
+  if (fpp_out) *fpp_out = e;
+  return BK_OK;
+}
+
+void bk__scbf_params_store(unsigned char *q, const bk__scbf_params *p) {
+  bk__store_le64(q + 0, p->capacity);
+  bk__store_le64(q + 8, p->fpp_units);
+  bk__store_le32(q + 16, p->growth_units);
+  bk__store_le32(q + 20, p->tightening_units);
+  bk__store_le64(q + 24, p->seed);
+  q[32] = (unsigned char)p->counter_bits;
+  q[33] = (unsigned char)p->layout;
+  q[34] = (unsigned char)p->hash_alg;
+  q[35] = (unsigned char)p->max_filters;
+  bk__store_le32(q + 36, 0);
+}
+
+/* Read and validate: every field must be one create could store. */
+bk_status bk__scbf_params_load(const unsigned char *q, bk__scbf_params *out) {
+  bk__scbf_params p = {
+      .capacity = bk__load_le64(q + 0),
+      .fpp_units = bk__load_le64(q + 8),
+      .growth_units = bk__load_le32(q + 16),
+      .tightening_units = bk__load_le32(q + 20),
+      .seed = bk__load_le64(q + 24),
+      .counter_bits = q[32],
+      .layout = q[33],
+      .hash_alg = (bk_hash_alg)q[34],
+      .max_filters = q[35],
+  };
+  BK_RETURN_IF(bk__load_le32(q + 36) != 0, BK_ECORRUPT);
+  BK_RETURN_IF(p.capacity == 0, BK_ECORRUPT);
+  BK_RETURN_IF(p.fpp_units < 1 || p.fpp_units > 500000000000ull, BK_ECORRUPT);
+  BK_RETURN_IF(p.growth_units < 1000000u || p.growth_units > 1000000000u,
+               BK_ECORRUPT);
+  BK_RETURN_IF(p.tightening_units < 1 || p.tightening_units > 999999u,
+               BK_ECORRUPT);
+  BK_RETURN_IF(p.max_filters < 1 || p.max_filters > BK_SCBF_FILTERS_MAX,
+               BK_ECORRUPT);
+  BK_RETURN_IF(p.hash_alg != BK_HASH_XXH3 && p.hash_alg != BK_HASH_MURMUR3,
+               BK_ECORRUPT);
+  bk__cbf_params first;
+  BK_RETURN_IF(bk__scbf_filter_params(&p, 0, &first, NULL) != BK_OK,
+               BK_ECORRUPT);
+  *out = p;
+  return BK_OK;
+}
+
+/* XXH3-64 of p[0, n) compared with (check) or stored at (seal) p + n. */
+static void seal(unsigned char *p, size_t n) {
+  bk__format_write_trailer(p, n);
+}
+static bool sealed(const unsigned char *p, size_t n) {
+  unsigned char tmp[64];
+  memcpy(tmp, p, n);
+  bk__format_write_trailer(tmp, n);
+  return memcmp(tmp + n, p + n, 8) == 0;
+}
+
+uint64_t bk__scbf_record_bytes(const bk__cbf_params *fp) {
+  return BK__SCBF_RECORD_HEADER + (uint64_t)bk__cbf_storage_bytes(fp);
+}
+
+/* Write a new record header (counters are zero). */
+static void record_init(unsigned char *h, unsigned index, uint64_t start_id,
+                        const bk__cbf_params *fp) {
+  memset(h, 0, BK__SCBF_RECORD_HEADER);
+  bk__store_le64(h + 0, start_id);
+  bk__store_le64(h + 8, fp->capacity);
+  bk__store_le64(h + 16, fp->m);
+  h[24] = (unsigned char)fp->k;
+  h[25] = (unsigned char)index;
+  seal(h, 32);
+  bk__store_le64(h + F_COUNT, 0);
+  bk__store_le64(h + F_END, start_id);
+}
+
+/*
+ * Check record header h of filter `index` against what create and the
+ * operations can leave: checksum, its index, its start (0 for filter 0,
+ * else the previous filter's end), the parameters filter `index` has,
+ * reserved bytes zero, end_id >= start_id, count <= 2^62, and no count
+ * without ids.
+ */
+bk_status bk__scbf_record_check(const unsigned char *h, unsigned index,
+                                uint64_t want_start, const bk__cbf_params *fp) {
+  BK_RETURN_IF(!sealed(h, 32), BK_ECORRUPT);
+  BK_RETURN_IF(bk__load_le64(h + 0) != want_start, BK_ECORRUPT);
+  BK_RETURN_IF(bk__load_le64(h + 8) != fp->capacity, BK_ECORRUPT);
+  BK_RETURN_IF(bk__load_le64(h + 16) != fp->m, BK_ECORRUPT);
+  BK_RETURN_IF(h[24] != fp->k || h[25] != index, BK_ECORRUPT);
+  BK_RETURN_IF(!bk__all_zero(h + 26, 6), BK_ECORRUPT);
+  BK_RETURN_IF(!bk__all_zero(h + 56, 8), BK_ECORRUPT);
+  uint64_t count = bk__load_le64(h + F_COUNT), end = bk__load_le64(h + F_END);
+  BK_RETURN_IF(end < want_start, BK_ECORRUPT);
+  BK_RETURN_IF(count > BK__SCBF_COUNT_MAX, BK_ECORRUPT);
+  BK_RETURN_IF(end == want_start && count != 0, BK_ECORRUPT);
+  return BK_OK;
+}
+
+/* ---- the object ---------------------------------------------------------- */
+
+static bk_status scbf_new(const bk__scbf_params *p, const bk_allocator *user,
+                          bk_scbf **out) {
+  bk__alloc al;
+  BK_TRY(bk__alloc_init(&al, user));
+  bk_scbf *s = bk__calloc(&al, 1, sizeof *s);
+  BK_RETURN_IF(!s, BK_ENOMEM);
+  s->alloc = al;
+  s->p = *p;
+  s->fd = -1;
+  s->hdr = s->mem_hdr;
+  if (pthread_mutex_init(&s->write_lock, NULL) != 0) {
+    bk__free(&al, s);
+    return BK_ENOMEM;
+  }
+  *out = s;
+  return BK_OK;
+}
+
+static void filter_setup(bk_scbf *s, unsigned i, unsigned char *record,
+                         const bk__cbf_params *fp, double fpp) {
+  scbf_filter *f = &s->filters[i];
+  f->hdr = record;
+  f->start_id = bk__load_le64(record);
+  f->capacity = fp->capacity;
+  f->fpp = fpp;
+  f->record_bytes = bk__scbf_record_bytes(fp);
+  bk__cbf_view(&f->view, fp, record + BK__SCBF_RECORD_HEADER);
+  /* Every writer holds write_lock: one updating thread at a time. */
+  f->view.single_writer = true;
+}
+
+void bk_scbf_destroy(bk_scbf *s) {
+  if (!s) return;
+  unsigned n = atomic_load_explicit(&s->n_filters, memory_order_relaxed);
+  for (unsigned i = 0; i < n; i++) {
+    scbf_filter *f = &s->filters[i];
+    if (f->map) munmap(f->map, f->map_len);
+    if (f->region.base) bk__region_free(&s->alloc, &f->region);
+  }
+  if (s->hdr_map) munmap(s->hdr_map, BK__SCBF_FILE_HEADER);
+  if (s->fd >= 0) close(s->fd);
+  pthread_mutex_destroy(&s->write_lock);
+  bk__alloc al = s->alloc;
+  bk__free(&al, s);
+}
+
+/* In memory: allocate record i (zeroed). */
+static bk_status mem_record(bk_scbf *s, unsigned i, const bk__cbf_params *fp,
+                            unsigned char **record) {
+  uint64_t bytes = bk__scbf_record_bytes(fp);
+  BK_RETURN_IF(bytes > SIZE_MAX, BK_ENOMEM);
+  scbf_filter *f = &s->filters[i];
+  BK_TRY(bk__region_alloc(&s->alloc, (size_t)bytes, &f->region));
+  *record = f->region.data;
+  return BK_OK;
+}
+
+/* File: map the record at `offset` (from the page below it). */
+static bk_status file_map_record(bk_scbf *s, unsigned i, uint64_t offset,
+                                 const bk__cbf_params *fp,
+                                 unsigned char **record) {
+  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  uint64_t base = offset / page * page;
+  uint64_t len = offset - base + bk__scbf_record_bytes(fp);
+  BK_RETURN_IF(len > SIZE_MAX || base > (uint64_t)INT64_MAX, BK_ENOMEM);
+  void *m = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd,
+                 (off_t)base);
+  BK_RETURN_IF(m == MAP_FAILED, errno == ENOMEM ? BK_ENOMEM : BK_EIO);
+  scbf_filter *f = &s->filters[i];
+  f->map = m;
+  f->map_len = (size_t)len;
+  f->offset = offset;
+  *record = (unsigned char *)m + (offset - base);
+  return BK_OK;
+}
+
+/* Offset just past filter n-1's record (the file's needed size). */
+static uint64_t file_end(const bk_scbf *s, unsigned n) {
+  if (n == 0) return BK__SCBF_FILE_HEADER;
+  const scbf_filter *f = &s->filters[n - 1];
+  return f->offset + f->record_bytes;
+}
+
+/*
+ * Open filter `i` (n_filters == i) starting at start_id and publish it.
+ * Errors: BK_EFULL (max_filters, or too large), BK_ENOMEM, BK_EIO; on error
+ * nothing changed (a file may be longer: open cuts it back).
+ */
+static bk_status grow(bk_scbf *s, unsigned i, uint64_t start_id) {
+  BK_RETURN_IF(i >= s->p.max_filters, BK_EFULL);
+  bk__cbf_params fp;
+  double fpp;
+  BK_TRY(bk__scbf_filter_params(&s->p, i, &fp, &fpp));
+  unsigned char *record;
+  if (s->fd < 0) {
+    BK_TRY(mem_record(s, i, &fp, &record));
+  } else {
+    uint64_t offset = file_end(s, i), size;
+    BK_RETURN_IF(
+        __builtin_add_overflow(offset, bk__scbf_record_bytes(&fp), &size) ||
+            size > (uint64_t)INT64_MAX,
+        BK_EFULL);
+    if (ftruncate(s->fd, (off_t)size) != 0) return BK_EIO;
+    atomic_store_explicit(&s->file_size, size, memory_order_relaxed);
+    bk_status st = file_map_record(s, i, offset, &fp, &record);
+    if (st != BK_OK) return st;
+  }
+  record_init(record, i, start_id, &fp);
+  filter_setup(s, i, record, &fp, fpp);
+  /* The file's filter count is part of the state a crash can interrupt:
+   * mem_seqnum is 0 around it. */
+  uint64_t mem = word_load(s->hdr + H_MEM);
+  word_store(s->hdr + H_MEM, 0);
+  bk__store_le32(s->hdr + H_NFILTERS, i + 1);
+  word_store(s->hdr + H_MEM, mem);
+  atomic_store_explicit(&s->n_filters, i + 1, memory_order_release);
+  return BK_OK;
+}
+
+static void header_init(bk_scbf *s) {
+  unsigned char *h = s->hdr;
+  memset(h, 0, BK__SCBF_FILE_HEADER);
+  bk__format_write_prefix(h, 1, BK__TYPE_SCBF_FILE, BK__SCBF_FILE_HEADER, 0);
+  bk__scbf_params_store(h + 16, &s->p);
+  seal(h, 56);
+  /* create is write 1 */
+  bk__store_le64(h + H_SEQ, 1);
+}
+
+bk_status bk_scbf_create(bk_scbf **out, const bk_scbf_config *cfg) {
+  BK_RETURN_IF(!out || !cfg, BK_EINVAL);
+  bk__scbf_params p;
+  BK_TRY(bk__scbf_params_from_config(cfg, &p));
+  bk_scbf *s;
+  BK_TRY(scbf_new(&p, cfg->allocator, &s));
+  header_init(s);
+  bk_status st = grow(s, 0, 0);
+  if (st != BK_OK) {
+    bk_scbf_destroy(s);
+    return st == BK_EFULL ? BK_EINVAL : st;
+  }
+  word_store(s->hdr + H_MEM, 1);
+  *out = s;
+  return BK_OK;
+}
+
+/* ---- file open ----------------------------------------------------------- */
+
+/* Validate the mapped file header; fills s->p. */
+static bk_status file_header_check(const unsigned char *h, bk__scbf_params *p,
+                                   unsigned *n_filters) {
+  BK_RETURN_IF(memcmp(h, BK__MAGIC, 4) != 0, BK_ECORRUPT);
+  BK_RETURN_IF(bk__load_le16(h + 6) != BK__TYPE_SCBF_FILE, BK_ECORRUPT);
+  uint16_t version = bk__load_le16(h + 4);
+  BK_RETURN_IF(version == 0, BK_ECORRUPT);
+  BK_RETURN_IF(version > 1, BK_EVERSION);
+  BK_RETURN_IF(bk__load_le32(h + 8) != BK__SCBF_FILE_HEADER, BK_ECORRUPT);
+  BK_RETURN_IF(bk__load_le32(h + 12) != 0, BK_ECORRUPT);
+  BK_RETURN_IF(!sealed(h, 56), BK_ECORRUPT);
+  BK_TRY(bk__scbf_params_load(h + 16, p));
+  uint32_t n = bk__load_le32(h + H_NFILTERS);
+  BK_RETURN_IF(n < 1 || n > p->max_filters, BK_ECORRUPT);
+  BK_RETURN_IF(bk__load_le32(h + 68) != 0, BK_ECORRUPT);
+  BK_TRY(bk__scbf_seqnums_check(bk__load_le64(h + H_SEQ),
+                                bk__load_le64(h + H_MEM),
+                                bk__load_le64(h + H_DISK)));
+  BK_RETURN_IF(!bk__all_zero(h + 96, 32), BK_ECORRUPT);
+  *n_filters = n;
+  return BK_OK;
+}
+
+bk_status bk__scbf_seqnums_check(uint64_t seq, uint64_t mem, uint64_t disk) {
+  BK_RETURN_IF(seq == 0, BK_ECORRUPT);
+  BK_RETURN_IF(mem != 0 && mem != seq, BK_ECORRUPT);
+  BK_RETURN_IF(disk > seq, BK_ECORRUPT);
+  return BK_OK;
+}
+
+static bk_status file_load(bk_scbf *s, uint64_t size) {
+  BK_RETURN_IF(size < BK__SCBF_FILE_HEADER, BK_ECORRUPT);
+  void *m = mmap(NULL, BK__SCBF_FILE_HEADER, PROT_READ | PROT_WRITE, MAP_SHARED,
+                 s->fd, 0);
+  BK_RETURN_IF(m == MAP_FAILED, BK_EIO);
+  s->hdr_map = m;
+  s->hdr = m;
+  unsigned n;
+  BK_TRY(file_header_check(s->hdr, &s->p, &n));
+  uint64_t offset = BK__SCBF_FILE_HEADER, start = 0;
+  for (unsigned i = 0; i < n; i++) {
+    bk__cbf_params fp;
+    double fpp;
+    BK_RETURN_IF(bk__scbf_filter_params(&s->p, i, &fp, &fpp) != BK_OK,
+                 BK_ECORRUPT);
+    uint64_t end;
+    BK_RETURN_IF(
+        __builtin_add_overflow(offset, bk__scbf_record_bytes(&fp), &end) ||
+            end > size,
+        BK_ECORRUPT);
+    unsigned char *record;
+    BK_TRY(file_map_record(s, i, offset, &fp, &record));
+    /* Counted as open from here, so destroy unmaps it. */
+    atomic_store_explicit(&s->n_filters, i + 1, memory_order_relaxed);
+    BK_TRY(bk__scbf_record_check(record, i, start, &fp));
+    /* An older filter had ids (it was full when the next one opened). */
+    uint64_t rec_end = bk__load_le64(record + F_END);
+    BK_RETURN_IF(i + 1 < n && rec_end == start, BK_ECORRUPT);
+    filter_setup(s, i, record, &fp, fpp);
+    start = rec_end;
+    offset = end;
+  }
+  /* A crash while growing can leave a longer file: cut it back, so the
+   * next growth starts from zeroed bytes. */
+  if (size > offset && ftruncate(s->fd, (off_t)offset) != 0) return BK_EIO;
+  atomic_store_explicit(&s->file_size, offset, memory_order_relaxed);
+  return BK_OK;
+}
+
+static bool params_equal(const bk__scbf_params *a, const bk__scbf_params *b) {
+  return a->capacity == b->capacity && a->fpp_units == b->fpp_units &&
+         a->growth_units == b->growth_units &&
+         a->tightening_units == b->tightening_units && a->seed == b->seed &&
+         a->counter_bits == b->counter_bits && a->layout == b->layout &&
+         a->hash_alg == b->hash_alg && a->max_filters == b->max_filters;
+}
+
+bk_status bk_scbf_open(bk_scbf **out, const char *path,
+                       const bk_scbf_config *cfg) {
+  BK_RETURN_IF(!out || !path, BK_EINVAL);
+  bk__scbf_params want = {0};
+  if (cfg) BK_TRY(bk__scbf_params_from_config(cfg, &want));
+  bk_scbf *s;
+  BK_TRY(scbf_new(&want, cfg ? cfg->allocator : NULL, &s));
+  bool created = false;
+  int fd = open(path, O_RDWR | O_CLOEXEC | (cfg ? O_CREAT : 0), 0644);
+  if (fd < 0) {
+    int e = errno;
+    bk_scbf_destroy(s);
+    return e == ENOENT ? BK_ENOTFOUND : e == ENOMEM ? BK_ENOMEM : BK_EIO;
+  }
+  s->fd = fd;
+  bk_status st = BK_OK;
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    st = BK_EIO;
+  } else if (sb.st_size == 0 && cfg) {
+    /* New file: the header, then filter 0. */
+    created = true;
+    if (ftruncate(fd, BK__SCBF_FILE_HEADER) != 0) {
+      st = BK_EIO;
+    } else {
+      void *m = mmap(NULL, BK__SCBF_FILE_HEADER, PROT_READ | PROT_WRITE,
+                     MAP_SHARED, fd, 0);
+      if (m == MAP_FAILED) {
+        st = BK_EIO;
+      } else {
+        s->hdr_map = m;
+        s->hdr = m;
+        atomic_store_explicit(&s->file_size, BK__SCBF_FILE_HEADER,
+                              memory_order_relaxed);
+        /* Fill everything but the magic, which goes last: a file cut off
+         * while being created is not a bloomkit file. */
+        header_init(s);
+        memcpy(s->hdr, "\0\0\0\0", 4);
+        st = grow(s, 0, 0);
+        if (st == BK_EFULL) st = BK_EINVAL;
+        if (st == BK_OK) {
+          word_store(s->hdr + H_MEM, 1);
+          memcpy(s->hdr, BK__MAGIC, 4);
+        }
+      }
+    }
+  } else {
+    st = file_load(s, (uint64_t)sb.st_size);
+    if (st == BK_OK && cfg && !params_equal(&want, &s->p)) st = BK_EMISMATCH;
+  }
+  if (st != BK_OK) {
+    if (created) (void)unlink(path);
+    bk_scbf_destroy(s);
+    return st;
+  }
+  *out = s;
+  return BK_OK;
+}
+
+/* ---- operations ---------------------------------------------------------- */
+
+bk_status bk_scbf_hash(const bk_scbf *s, const void *key, size_t len,
+                       bk_hash *out) {
+  BK_RETURN_IF(!s || !out || (!key && len), BK_EINVAL);
+  *out = bk__hash(s->p.hash_alg, s->p.seed, key, len);
+  return BK_OK;
+}
+
+/* Begin / end a write: seqnum + 1, mem_seqnum 0 meanwhile. */
+static uint64_t write_begin(bk_scbf *s) {
+  uint64_t seq = word_load(s->hdr + H_SEQ) + 1;
+  word_store(s->hdr + H_MEM, 0);
+  word_store(s->hdr + H_SEQ, seq);
+  return seq;
+}
+static void write_end(bk_scbf *s, uint64_t seq) {
+  word_store(s->hdr + H_MEM, seq);
+}
+
+/* The filter whose range holds id among [0, n), or n if none: a filter
+ * i < n-1 holds [start_i, start_{i+1}); the newest [start, end). */
+static unsigned find_range(const bk_scbf *s, unsigned n, uint64_t id) {
+  unsigned lo = 0, hi = n; /* the last filter with start <= id */
+  while (hi - lo > 1) {
+    unsigned mid = (lo + hi) / 2;
+    if (s->filters[mid].start_id <= id)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+bk_status bk_scbf_add_hash(bk_scbf *s, bk_hash h, uint64_t id) {
+  BK_RETURN_IF(!s || id == UINT64_MAX, BK_EINVAL);
+  pthread_mutex_lock(&s->write_lock);
+  bk_status st = BK_OK;
+  unsigned n = atomic_load_explicit(&s->n_filters, memory_order_relaxed);
+  scbf_filter *newest = &s->filters[n - 1];
+  unsigned target = n - 1;
+  if (id >= newest->start_id) {
+    uint64_t end = bk__load_le64(newest->hdr + F_END);
+    uint64_t count = bk__load_le64(newest->hdr + F_COUNT);
+    if (count >= newest->capacity && end > newest->start_id && id >= end) {
+      st = grow(s, n, end);
+      target = n;
+    }
+  } else {
+    target = find_range(s, n, id);
+  }
+  if (st == BK_OK) {
+    scbf_filter *f = &s->filters[target];
+    uint64_t seq = write_begin(s);
+    /* Ids and count first, counters after: whatever a crash interrupts,
+     * a filter with counters has ids. */
+    uint64_t count = bk__load_le64(f->hdr + F_COUNT);
+    if (count < BK__SCBF_COUNT_MAX) word_store(f->hdr + F_COUNT, count + 1);
+    if (id + 1 > bk__load_le64(f->hdr + F_END))
+      word_store(f->hdr + F_END, id + 1);
+    bk__cbf_add(&f->view, h);
+    write_end(s, seq);
+  }
+  pthread_mutex_unlock(&s->write_lock);
+  return st;
+}
+
+bk_status bk_scbf_add(bk_scbf *s, const void *key, size_t len, uint64_t id) {
+  BK_RETURN_IF(!s || (!key && len), BK_EINVAL);
+  return bk_scbf_add_hash(s, bk__hash(s->p.hash_alg, s->p.seed, key, len), id);
+}
+
+bk_status bk_scbf_remove_hash(bk_scbf *s, bk_hash h, uint64_t id) {
+  BK_RETURN_IF(!s, BK_EINVAL);
+  pthread_mutex_lock(&s->write_lock);
+  bk_status st = BK_ENOTFOUND;
+  unsigned n = atomic_load_explicit(&s->n_filters, memory_order_relaxed);
+  unsigned i = find_range(s, n, id);
+  scbf_filter *f = &s->filters[i];
+  uint64_t end =
+      i + 1 < n ? s->filters[i + 1].start_id : bk__load_le64(f->hdr + F_END);
+  /* Only writers change counters and they hold the lock: a key whose
+   * counters are all nonzero now can be removed. */
+  if (id >= f->start_id && id < end && bk__cbf_contains(&f->view, h)) {
+    uint64_t seq = write_begin(s);
+    st = bk__cbf_remove(&f->view, h);
+    uint64_t count = bk__load_le64(f->hdr + F_COUNT);
+    if (st == BK_OK && count > 0) word_store(f->hdr + F_COUNT, count - 1);
+    write_end(s, seq);
+  }
+  pthread_mutex_unlock(&s->write_lock);
+  return st;
+}
+
+bk_status bk_scbf_remove(bk_scbf *s, const void *key, size_t len, uint64_t id) {
+  BK_RETURN_IF(!s || (!key && len), BK_EINVAL);
+  return bk_scbf_remove_hash(s, bk__hash(s->p.hash_alg, s->p.seed, key, len),
+                             id);
+}
+
+bk_status bk_scbf_contains_hash(const bk_scbf *s, bk_hash h, bool *out) {
+  BK_RETURN_IF(!s || !out, BK_EINVAL);
+  unsigned n = atomic_load_explicit(&s->n_filters, memory_order_acquire);
+  /* Start every filter's first cache miss at once (the line of its first
+   * counter: index reduce(h.lo, m), or block reduce(h.lo, n_blocks), as
+   * cbf.c derives them), so n filters cost about one memory latency, not
+   * n. A wrong guess would only cost a useless prefetch. */
+  for (unsigned i = 0; i < n; i++) {
+    const bk_cbf *v = &s->filters[i].view;
+    uint64_t byte = v->layout == BK_BLOOM_BLOCKED
+                        ? bk_reduce(h.lo, v->n_blocks) * BK__CBF_BLOCK_BYTES
+                        : (bk_reduce(h.lo, v->m) << v->log_width) / 8;
+    __builtin_prefetch((const unsigned char *)v->words + byte);
+  }
+  bool found = false;
+  for (unsigned i = n; i-- > 0;) {
+    if (bk__cbf_contains(&s->filters[i].view, h)) {
+      found = true;
+      break;
+    }
+  }
+  *out = found;
+  return BK_OK;
+}
+
+bk_status bk_scbf_contains(const bk_scbf *s, const void *key, size_t len,
+                           bool *out) {
+  BK_RETURN_IF(!s || !out || (!key && len), BK_EINVAL);
+  return bk_scbf_contains_hash(s, bk__hash(s->p.hash_alg, s->p.seed, key, len),
+                               out);
+}
+
+bk_status bk_scbf_flush(bk_scbf *s) {
+  BK_RETURN_IF(!s, BK_EINVAL);
+  if (s->fd < 0) return BK_OK;
+  pthread_mutex_lock(&s->write_lock);
+  bk_status st = BK_OK;
+  unsigned n = atomic_load_explicit(&s->n_filters, memory_order_relaxed);
+  for (unsigned i = 0; i < n && st == BK_OK; i++)
+    if (msync(s->filters[i].map, s->filters[i].map_len, MS_SYNC) != 0)
+      st = BK_EIO;
+  if (st == BK_OK && msync(s->hdr_map, BK__SCBF_FILE_HEADER, MS_SYNC) != 0)
+    st = BK_EIO;
+  if (st == BK_OK) {
+    /* Everything up to mem_seqnum is on disk now; say so, durably. */
+    word_store(s->hdr + H_DISK, word_load(s->hdr + H_MEM));
+    if (msync(s->hdr_map, BK__SCBF_FILE_HEADER, MS_SYNC) != 0) st = BK_EIO;
+  }
+  pthread_mutex_unlock(&s->write_lock);
+  return st;
+}
+
+bk_status bk_scbf_mem_seqnum(const bk_scbf *s, uint64_t *out) {
+  BK_RETURN_IF(!s || !out, BK_EINVAL);
+  *out = word_load(s->hdr + H_MEM);
+  return BK_OK;
+}
+
+bk_status bk_scbf_disk_seqnum(const bk_scbf *s, uint64_t *out) {
+  BK_RETURN_IF(!s || !out, BK_EINVAL);
+  *out = word_load(s->hdr + H_DISK);
+  return BK_OK;
+}
+
+static void fill_filter_info(const bk_scbf *s, unsigned i, unsigned n,
+                             bk_scbf_filter_info *out) {
+  const scbf_filter *f = &s->filters[i];
+  memset(out, 0, sizeof *out);
+  out->capacity = f->capacity;
+  out->fpp = f->fpp;
+  out->m_counters = f->view.m;
+  out->k = f->view.k;
+  out->count = word_load(f->hdr + F_COUNT);
+  uint64_t end =
+      i + 1 < n ? s->filters[i + 1].start_id : word_load(f->hdr + F_END);
+  out->has_ids = end > f->start_id;
+  out->first_id = f->start_id;
+  out->last_id = out->has_ids ? end - 1 : f->start_id;
+  bk__cbf_census(&f->view, &out->nonzero, &out->saturated);
+  /* (nonzero share)^k: the rate of the standard layout; for the blocked
+   * layout an estimate of the same order. */
+  out->fill_fpp = pow((double)out->nonzero / (double)f->view.m, f->view.k);
+}
+
+bk_status bk_scbf_filter_info_get(const bk_scbf *s, unsigned index,
+                                  bk_scbf_filter_info *out) {
+  BK_RETURN_IF(!s || !out, BK_EINVAL);
+  unsigned n = atomic_load_explicit(&s->n_filters, memory_order_acquire);
+  BK_RETURN_IF(index >= n, BK_ERANGE);
+  fill_filter_info(s, index, n, out);
+  return BK_OK;
+}
+
+bk_status bk_scbf_info_get(const bk_scbf *s, bk_scbf_info *out) {
+  BK_RETURN_IF(!s || !out, BK_EINVAL);
+  bk_scbf_info info = {
+      .capacity = s->p.capacity,
+      .fpp = (double)s->p.fpp_units * 1e-12,
+      .growth = (double)s->p.growth_units / 1e6,
+      .tightening = (double)s->p.tightening_units / 1e6,
+      .counter_bits = s->p.counter_bits,
+      .layout = (bk_bloom_layout)s->p.layout,
+      .hash_alg = s->p.hash_alg,
+      .seed = s->p.seed,
+      .max_filters = s->p.max_filters,
+      .seqnum = word_load(s->hdr + H_SEQ),
+      .mem_seqnum = word_load(s->hdr + H_MEM),
+      .disk_seqnum = word_load(s->hdr + H_DISK),
+      .file_backed = s->fd >= 0,
+      .file_size =
+          s->fd >= 0 ? atomic_load_explicit(&s->file_size, memory_order_relaxed)
+                     : 0,
+      .memory = sizeof *s,
+  };
+  unsigned n = atomic_load_explicit(&s->n_filters, memory_order_acquire);
+  info.n_filters = n;
+  double none = 1.0;
+  for (unsigned i = 0; i < n; i++) {
+    bk_scbf_filter_info fi;
+    fill_filter_info(s, i, n, &fi);
+    info.count += fi.count;
+    info.nonzero += fi.nonzero;
+    info.saturated += fi.saturated;
+    info.m_counters += fi.m_counters;
+    none *= 1.0 - fi.fill_fpp;
+    if (s->fd < 0) info.memory += s->filters[i].region.size;
+  }
+  info.estimated_fpp = 1.0 - none;
+  *out = info;
+  return BK_OK;
+}
+
+/* ---- serialized form ------------------------------------------------------
+ *
+ * Envelope type 8 (BK__TYPE_SCBF), version 1, H = 96:
+ *   24  40  parameters (as in the file header)
+ *   64   4  n_filters   68  4  reserved 0
+ *   72   8  seqnum      80  8  mem_seqnum   88  8  disk_seqnum
+ * Payload: the n_filters records (header + counters), in order; the
+ * mutable header fields are snapshots, reserved bytes zero.
+ */
+
+static uint64_t payload_bytes(const bk_scbf *s, unsigned n) {
+  uint64_t total = 0;
+  for (unsigned i = 0; i < n; i++) total += s->filters[i].record_bytes;
+  return total;
+}
+
+bk_status bk_scbf_serialized_size(const bk_scbf *s, size_t *out) {
+  BK_RETURN_IF(!s || !out, BK_EINVAL);
+  unsigned n = atomic_load_explicit(&s->n_filters, memory_order_acquire);
+  uint64_t total =
+      BK__SCBF_BLOB_HEADER + payload_bytes(s, n) + BK__TRAILER_SIZE;
+  BK_RETURN_IF(total > SIZE_MAX, BK_EINVAL);
+  *out = (size_t)total;
+  return BK_OK;
+}
+
+bk_status bk_scbf_serialize(const bk_scbf *s, void *buf, size_t cap,
+                            size_t *written) {
+  BK_RETURN_IF(!s || !buf || !written, BK_EINVAL);
+  bk_scbf *w = (bk_scbf *)s; /* the lock is not part of the state */
+  pthread_mutex_lock(&w->write_lock);
+  unsigned n = atomic_load_explicit(&s->n_filters, memory_order_acquire);
+  uint64_t payload = payload_bytes(s, n);
+  uint64_t total = BK__SCBF_BLOB_HEADER + payload + BK__TRAILER_SIZE;
+  if (total > cap) {
+    pthread_mutex_unlock(&w->write_lock);
+    return BK_EINVAL;
+  }
+  unsigned char *p = buf;
+  bk__format_write_prefix(p, 1, BK__TYPE_SCBF, BK__SCBF_BLOB_HEADER, payload);
+  bk__scbf_params_store(p + 24, &s->p);
+  bk__store_le32(p + 64, n);
+  bk__store_le32(p + 68, 0);
+  bk__store_le64(p + 72, word_load(s->hdr + H_SEQ));
+  bk__store_le64(p + 80, word_load(s->hdr + H_MEM));
+  bk__store_le64(p + 88, word_load(s->hdr + H_DISK));
+  unsigned char *q = p + BK__SCBF_BLOB_HEADER;
+  for (unsigned i = 0; i < n; i++) {
+    const scbf_filter *f = &s->filters[i];
+    memcpy(q, f->hdr, 40);
+    bk__store_le64(q + F_COUNT, word_load(f->hdr + F_COUNT));
+    bk__store_le64(q + F_END, word_load(f->hdr + F_END));
+    memset(q + 56, 0, 8);
+    size_t bytes = (size_t)(f->record_bytes - BK__SCBF_RECORD_HEADER);
+    /* Counters change only under the write lock we hold. */
+    memcpy(q + BK__SCBF_RECORD_HEADER, f->view.words, bytes);
+    q += BK__SCBF_RECORD_HEADER + bytes;
+  }
+  pthread_mutex_unlock(&w->write_lock);
+  bk__format_write_trailer(p, (size_t)(total - BK__TRAILER_SIZE));
+  *written = (size_t)total;
+  return BK_OK;
+}
+
+/* Bits of storage past counter m must be zero (create leaves them so and
+ * no operation touches them); an empty filter (no ids) has no counters
+ * set. */
+static bool counters_ok(const unsigned char *c, size_t bytes,
+                        const bk__cbf_params *fp, bool empty) {
+  if (empty) return bk__all_zero(c, bytes);
+  uint64_t used_bits = fp->m * fp->width; /* m <= 2^40, width <= 32 */
+  size_t full = (size_t)(used_bits / 8);
+  unsigned rest = (unsigned)(used_bits % 8);
+  if (rest && (c[full] >> rest) != 0) return false;
+  size_t from = full + (rest ? 1 : 0);
+  return from >= bytes || bk__all_zero(c + from, bytes - from);
+}
+
+bk_status bk_scbf_deserialize(const void *buf, size_t len,
+                              const bk_allocator *allocator, bk_scbf **out) {
+  BK_RETURN_IF(!buf || !out, BK_EINVAL);
+  bk__alloc al;
+  BK_TRY(bk__alloc_init(&al, allocator));
+  bk__format_view v;
+  BK_TRY(bk__format_open(buf, len, BK__TYPE_SCBF, 1, BK__SCBF_BLOB_HEADER, &v));
+  const unsigned char *p = buf;
+  bk__scbf_params prm;
+  BK_TRY(bk__scbf_params_load(p + 24, &prm));
+  uint32_t n = bk__load_le32(p + 64);
+  BK_RETURN_IF(n < 1 || n > prm.max_filters, BK_ECORRUPT);
+  BK_RETURN_IF(bk__load_le32(p + 68) != 0, BK_ECORRUPT);
+  BK_TRY(bk__scbf_seqnums_check(bk__load_le64(p + 72), bk__load_le64(p + 80),
+                                bk__load_le64(p + 88)));
+  /* Every record, checked before anything is allocated. */
+  bk__cbf_params fps[BK_SCBF_FILTERS_MAX];
+  double fpps[BK_SCBF_FILTERS_MAX];
+  uint64_t off = 0, start = 0;
+  for (unsigned i = 0; i < n; i++) {
+    BK_RETURN_IF(bk__scbf_filter_params(&prm, i, &fps[i], &fpps[i]) != BK_OK,
+                 BK_ECORRUPT);
+    uint64_t bytes = bk__scbf_record_bytes(&fps[i]);
+    BK_RETURN_IF(bytes > v.payload_len - off, BK_ECORRUPT);
+    const unsigned char *r = v.payload + off;
+    BK_TRY(bk__scbf_record_check(r, i, start, &fps[i]));
+    uint64_t end = bk__load_le64(r + F_END);
+    BK_RETURN_IF(i + 1 < n && end == start, BK_ECORRUPT);
+    BK_RETURN_IF(!counters_ok(r + BK__SCBF_RECORD_HEADER,
+                              (size_t)(bytes - BK__SCBF_RECORD_HEADER), &fps[i],
+                              end == start),
+                 BK_ECORRUPT);
+    start = end;
+    off += bytes;
+  }
+  BK_RETURN_IF(off != v.payload_len, BK_ECORRUPT);
+  bk_scbf *s;
+  BK_TRY(scbf_new(&prm, allocator, &s));
+  header_init(s);
+  bk__store_le32(s->hdr + H_NFILTERS, n);
+  bk__store_le64(s->hdr + H_SEQ, bk__load_le64(p + 72));
+  bk__store_le64(s->hdr + H_MEM, bk__load_le64(p + 80));
+  bk__store_le64(s->hdr + H_DISK, bk__load_le64(p + 88));
+  off = 0;
+  for (unsigned i = 0; i < n; i++) {
+    unsigned char *record;
+    bk_status st = mem_record(s, i, &fps[i], &record);
+    if (st != BK_OK) {
+      bk_scbf_destroy(s);
+      return st;
+    }
+    atomic_store_explicit(&s->n_filters, i + 1, memory_order_relaxed);
+    uint64_t bytes = bk__scbf_record_bytes(&fps[i]);
+    memcpy(record, v.payload + off, (size_t)bytes);
+    filter_setup(s, i, record, &fps[i], fpps[i]);
+    off += bytes;
+  }
+  atomic_store_explicit(&s->n_filters, n, memory_order_release);
+  *out = s;
+  return BK_OK;
+}
