@@ -655,12 +655,22 @@ bk_status bk_scbf_contains_hash(const bk_scbf *s, bk_hash h, bool *out) {
    * counter: index reduce(h.lo, m), or block reduce(h.lo, n_blocks), as
    * cbf.c derives them), so n filters cost about one memory latency, not
    * n. A wrong guess would only cost a useless prefetch. */
+  /* Standard layout: the second probe's line too (index reduce(h.lo +
+   * mix64(h.hi), m)): an absent key is usually refused by those two, so
+   * all of a negative check's misses are then in flight together. */
+  const uint64_t second = h.lo + bk__mix64(h.hi);
   for (unsigned i = 0; i < n; i++) {
     const bk_cbf *v = &s->filters[i].view;
-    uint64_t byte = v->layout == BK_BLOOM_BLOCKED
-                        ? bk_reduce(h.lo, v->n_blocks) * BK__CBF_BLOCK_BYTES
-                        : (bk_reduce(h.lo, v->m) << v->log_width) / 8;
-    __builtin_prefetch((const unsigned char *)v->words + byte);
+    const unsigned char *base = (const unsigned char *)v->words;
+    if (v->layout == BK_BLOOM_BLOCKED) {
+      __builtin_prefetch(base + bk_reduce(h.lo, v->n_blocks) *
+                                    BK__CBF_BLOCK_BYTES);
+    } else {
+      __builtin_prefetch(base + ((bk_reduce(h.lo, v->m) << v->log_width) >> 3));
+      if (v->k > 1)
+        __builtin_prefetch(base +
+                           ((bk_reduce(second, v->m) << v->log_width) >> 3));
+    }
   }
   bool found = false;
   for (unsigned i = n; i-- > 0;) {
