@@ -1055,6 +1055,13 @@ static void test_deserialize_unreachable(void **state) {
   bk__store_le64(m + OFF_INSERTED + 8 * past, ((uint64_t)1 << 61) + 100);
   bk_test_reseal(m, len);
   assert_int_equal(bk_test_codec_load(c, m, len, NULL), BK_ECORRUPT);
+  /* ... and two whose sum wraps into range (2^40 + (2^64 - 2) = 2^40 - 2,
+   * enough inserts for the bits) */
+  memcpy(m, blob, len);
+  bk__store_le64(m + OFF_INSERTED + 8 * present, (uint64_t)1 << 40);
+  bk__store_le64(m + OFF_INSERTED + 8 * past, UINT64_MAX - 1);
+  bk_test_reseal(m, len);
+  assert_int_equal(bk_test_codec_load(c, m, len, NULL), BK_ECORRUPT);
   /* "never" refresh at now = 3 */
   bk_test_codec_expect_edit(c, blob, len, OFF_NEXT_REFRESH, 8, UINT64_MAX,
                             BK_ECORRUPT, "next_refresh never");

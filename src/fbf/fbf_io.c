@@ -246,7 +246,11 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
       }
     }
     if (pos < count) {
-      all_inserts += ins; /* each <= 2^62 once checked, W <= 64: no wrap */
+      /* Each count bounded before it is added: the sum of W <= 64 counts
+       * of at most 2^62 cannot wrap (a sum checked only afterwards could:
+       * 3 + (2^64 - 2) is 1, found by the fuzzer). */
+      BK_RETURN_IF(ins > BK__FBF_MAX_INSERTS, BK_ECORRUPT);
+      all_inserts += ins;
       BK_RETURN_IF(all_inserts > BK__FBF_MAX_INSERTS, BK_ECORRUPT);
     }
   }
