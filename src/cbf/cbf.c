@@ -291,14 +291,7 @@ bk_status bk__cbf_remove(bk_cbf *f, bk_hash h) {
  * and the loads of a present key still overlap (nothing depends on them
  * but a well-predicted branch). Prefetching all k first would spend memory
  * bandwidth on positions an absent key never needs. */
-/* A counter from locals (the fields are read once per call: the atomic
- * loads would otherwise make the compiler reload them for every probe). */
-static inline uint64_t get_at(const uint64_t *words, unsigned lw,
-                              uint64_t max, uint64_t i) {
-  uint64_t bit = i << lw;
-  return (__atomic_load_n(&words[bit >> 6], __ATOMIC_RELAXED) >> (bit & 63)) &
-         max;
-}
+#define get_at bk__cbf_get_at
 
 static inline bool standard_contains(const bk_cbf *f, bk_hash h) {
   uint64_t a = h.lo, b = bk__mix64(h.hi); /* bk__indices' sequence */

@@ -57,6 +57,39 @@ BK_API size_t bk__cbf_storage_bytes(const bk__cbf_params *p);
  * called on it. */
 BK_API void bk__cbf_view(bk_cbf *f, const bk__cbf_params *p, void *storage);
 
+/* Counter i of `words` (width 1 << lw bits, maximum `max`), from locals:
+ * read the struct's fields once per call (the atomic loads would otherwise
+ * make the compiler reload them for every probe). */
+static inline uint64_t bk__cbf_get_at(const uint64_t *words, unsigned lw,
+                                      uint64_t max, uint64_t i) {
+  uint64_t bit = i << lw;
+  return (__atomic_load_n(&words[bit >> 6], __ATOMIC_RELAXED) >> (bit & 63)) &
+         max;
+}
+
+/* Whether h's first two counters are both nonzero: the pre-test of every
+ * lookup (an absent key fails it 3 times in 4 at the design fill). No
+ * branch on the loaded values, so a caller can run it over several filters
+ * and have all their misses in flight together. Positions as cbf.c's. */
+static inline bool bk__cbf_first_two(const bk_cbf *f, bk_hash h) {
+  const unsigned lw = f->log_width;
+  const uint64_t max = f->max;
+  uint64_t c0, c1 = 1;
+  if (f->layout == BK_BLOOM_STANDARD) {
+    c0 = bk__cbf_get_at(f->words, lw, max, bk_reduce(h.lo, f->m));
+    if (f->k > 1)
+      c1 = bk__cbf_get_at(f->words, lw, max,
+                          bk_reduce(h.lo + bk__mix64(h.hi), f->m));
+  } else {
+    const unsigned bits = f->log_cells;
+    const uint64_t mask = ((uint64_t)1 << bits) - 1, grp = bk__mix64(h.hi);
+    const uint64_t *blk = f->words + bk_reduce(h.lo, f->n_blocks) * 8;
+    c0 = bk__cbf_get_at(blk, lw, max, grp & mask);
+    if (f->k > 1) c1 = bk__cbf_get_at(blk, lw, max, (grp >> bits) & mask);
+  }
+  return (c0 != 0) & (c1 != 0);
+}
+
 /* The hot paths over a digest, no argument checks. remove returns
  * BK_ENOTFOUND (nothing changed) when a counter is zero. */
 BK_API void bk__cbf_add(bk_cbf *f, bk_hash h);

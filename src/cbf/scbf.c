@@ -672,11 +672,21 @@ bk_status bk_scbf_contains_hash(const bk_scbf *s, bk_hash h, bool *out) {
                            ((bk_reduce(second, v->m) << v->log_width) >> 3));
     }
   }
+  /* Every filter's two-probe pre-test first, without a branch between
+   * them (their loads overlap and no early exit mispredicts), then the full
+   * check only where it passed, newest first. */
   bool found = false;
-  for (unsigned i = n; i-- > 0;) {
-    if (bk__cbf_contains(&s->filters[i].view, h)) {
-      found = true;
-      break;
+  for (unsigned lo = 0; lo < n && !found; lo += 64) {
+    unsigned hi = n - lo < 64 ? n : lo + 64;
+    uint64_t maybe = 0;
+    for (unsigned i = lo; i < hi; i++)
+      maybe |= (uint64_t)bk__cbf_first_two(&s->filters[i].view, h) << (i - lo);
+    for (unsigned i = hi; i-- > lo && maybe;) {
+      if (((maybe >> (i - lo)) & 1) &&
+          bk__cbf_contains(&s->filters[i].view, h)) {
+        found = true;
+        break;
+      }
     }
   }
   *out = found;
