@@ -291,15 +291,17 @@ BK_API bk_status bk_scbf_create(bk_scbf **out, const bk_scbf_config *cfg);
  * and its own header supplies every parameter. With cfg given and a file
  * already there, the file's parameters must equal cfg's (BK_EMISMATCH
  * otherwise). The file is mapped shared; writes reach it without a call,
- * bk_scbf_flush makes them durable. A file longer than its filters (a
- * crash while growing) is cut back to them. Cost: O(filters), the counters
+ * bk_scbf_flush makes them durable. Opening an existing file writes
+ * nothing to it: a file longer than its filters (a crash while growing)
+ * opens, and its trailing bytes are cut off by the next growth before it
+ * extends the file. Cost: O(filters), the counters
  * are not read. Errors: BK_EINVAL (NULL path or out, bad cfg),
  * BK_ENOTFOUND (cfg NULL and no such file), BK_ECORRUPT (not a bk_scbf
  * file, truncated, a damaged header or filter header, or a state no
  * sequence of operations reaches: docs/design.md "scbf"), BK_EVERSION
  * (newer format), BK_EMISMATCH, BK_EIO (open, ftruncate, mmap failed),
- * BK_ENOMEM. On error *out is untouched and a file this call created is
- * removed.
+ * BK_ENOMEM. On error *out is untouched, a file this call created is
+ * removed and a file that was empty is left empty.
  */
 BK_API bk_status bk_scbf_open(bk_scbf **out, const char *path,
                               const bk_scbf_config *cfg);

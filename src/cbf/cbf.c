@@ -87,7 +87,8 @@ bk_status bk__cbf_resolve(const bk_cbf_config *cfg, bk__cbf_params *out) {
   } else {
     double fpp = cfg->fpp == 0.0 ? 0.01 : cfg->fpp;
     BK_RETURN_IF(!(fpp > 0.0 && fpp < 1.0), BK_EINVAL);
-    BK_RETURN_IF(cfg->capacity == 0, BK_EINVAL);
+    BK_RETURN_IF(cfg->capacity == 0 || cfg->capacity > BK__CBF_COUNTERS_MAX,
+                 BK_EINVAL); /* what the loader accepts */
     capacity = cfg->capacity;
     /* k: the optimal one unless given; m: the least that meets fpp with
      * that k exactly. */

@@ -366,6 +366,12 @@ static bk_status grow(bk_scbf *s, unsigned i, uint64_t start_id) {
         __builtin_add_overflow(offset, bk__scbf_record_bytes(&fp), &size) ||
             size > (uint64_t)INT64_MAX,
         BK_EFULL);
+    /* Bytes past the last filter (a growth a crash interrupted) are cut
+     * first, so the new record starts from zeroes. */
+    struct stat sb;
+    if (fstat(s->fd, &sb) != 0) return BK_EIO;
+    if ((uint64_t)sb.st_size > offset && ftruncate(s->fd, (off_t)offset) != 0)
+      return BK_EIO;
     if (ftruncate(s->fd, (off_t)size) != 0) return BK_EIO;
     atomic_store_explicit(&s->file_size, size, memory_order_relaxed);
     bk_status st = file_map_record(s, i, offset, &fp, &record);
@@ -373,6 +379,10 @@ static bk_status grow(bk_scbf *s, unsigned i, uint64_t start_id) {
   }
   record_init(record, i, start_id, &fp);
   filter_setup(s, i, record, &fp, fpp);
+  /* The record reaches the disk before the header names it, so an OS crash
+   * cannot leave a header counting a record that is not there. */
+  if (s->fd >= 0 && msync(s->filters[i].map, s->filters[i].map_len, MS_SYNC))
+    return BK_EIO;
   /* The file's filter count is part of the state a crash can interrupt:
    * mem_seqnum is 0 around it. */
   uint64_t mem = word_load(s->hdr + H_MEM);
@@ -459,9 +469,16 @@ static bk_status file_load(bk_scbf *s, uint64_t size) {
                  BK_ECORRUPT);
     uint64_t end;
     BK_RETURN_IF(
-        __builtin_add_overflow(offset, bk__scbf_record_bytes(&fp), &end) ||
-            end > size,
+        __builtin_add_overflow(offset, bk__scbf_record_bytes(&fp), &end),
         BK_ECORRUPT);
+    if (end > size) {
+      /* The size may predate a growth by another process (it extends the
+       * file before the header names the new filter): look again once. */
+      struct stat sb;
+      BK_RETURN_IF(fstat(s->fd, &sb) != 0, BK_EIO);
+      size = (uint64_t)sb.st_size;
+      BK_RETURN_IF(end > size, BK_ECORRUPT);
+    }
     unsigned char *record;
     BK_TRY(file_map_record(s, i, offset, &fp, &record));
     /* Counted as open from here, so destroy unmaps it. */
@@ -474,9 +491,9 @@ static bk_status file_load(bk_scbf *s, uint64_t size) {
     start = rec_end;
     offset = end;
   }
-  /* A crash while growing can leave a longer file: cut it back, so the
-   * next growth starts from zeroed bytes. */
-  if (size > offset && ftruncate(s->fd, (off_t)offset) != 0) return BK_EIO;
+  /* A longer file (a crash while growing, or another process growing it
+   * right now) is left alone: opening never writes. The writer's next
+   * growth cuts leftovers before it extends. */
   atomic_store_explicit(&s->file_size, offset, memory_order_relaxed);
   return BK_OK;
 }
@@ -496,12 +513,20 @@ bk_status bk_scbf_open(bk_scbf **out, const char *path,
   if (cfg) BK_TRY(bk__scbf_params_from_config(cfg, &want));
   bk_scbf *s;
   BK_TRY(scbf_new(&want, cfg ? cfg->allocator : NULL, &s));
-  bool created = false;
-  int fd = open(path, O_RDWR | O_CLOEXEC | (cfg ? O_CREAT : 0), 0644);
+  bool created = false; /* this call wrote a new header */
+  bool made = false;    /* this call made the file itself */
+  int fd = -1;
+  if (cfg) {
+    fd = open(path, O_RDWR | O_CLOEXEC | O_CREAT | O_EXCL, 0644);
+    made = fd >= 0;
+  }
+  if (fd < 0 && (!cfg || errno == EEXIST)) fd = open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     int e = errno;
     bk_scbf_destroy(s);
-    return e == ENOENT ? BK_ENOTFOUND : e == ENOMEM ? BK_ENOMEM : BK_EIO;
+    /* Not found only for a reopen; a missing directory on create is an
+     * I/O failure. */
+    return e == ENOENT && !cfg ? BK_ENOTFOUND : e == ENOMEM ? BK_ENOMEM : BK_EIO;
   }
   s->fd = fd;
   bk_status st = BK_OK;
@@ -540,7 +565,12 @@ bk_status bk_scbf_open(bk_scbf **out, const char *path,
     if (st == BK_OK && cfg && !params_equal(&want, &s->p)) st = BK_EMISMATCH;
   }
   if (st != BK_OK) {
-    if (created) (void)unlink(path);
+    /* Leave what was there: remove a file this call made, empty again a
+     * file that was empty. */
+    if (made)
+      (void)unlink(path);
+    else if (created)
+      if (ftruncate(fd, 0) != 0) { /* nothing more can be done */ }
     bk_scbf_destroy(s);
     return st;
   }
@@ -562,6 +592,8 @@ static uint64_t write_begin(bk_scbf *s) {
   uint64_t seq = word_load(s->hdr + H_SEQ) + 1;
   word_store(s->hdr + H_MEM, 0);
   word_store(s->hdr + H_SEQ, seq);
+  /* Nothing of the write may be stored before mem_seqnum reads 0. */
+  atomic_thread_fence(memory_order_release);
   return seq;
 }
 static void write_end(bk_scbf *s, uint64_t seq) {
@@ -602,12 +634,16 @@ bk_status bk_scbf_add_hash(bk_scbf *s, bk_hash h, uint64_t id) {
   if (st == BK_OK) {
     scbf_filter *f = &s->filters[target];
     uint64_t seq = write_begin(s);
-    /* Ids and count first, counters after: whatever a crash interrupts,
-     * a filter with counters has ids. */
-    uint64_t count = bk__load_le64(f->hdr + F_COUNT);
-    if (count < BK__SCBF_COUNT_MAX) word_store(f->hdr + F_COUNT, count + 1);
+    /* Ids, then count, then counters: whatever a crash interrupts, a
+     * filter with a count has ids and a filter with counters has both (a
+     * count stored before the ids left count 1 with an empty id range,
+     * which the loader refuses). The fence keeps the counter stores after
+     * the header stores. */
     if (id + 1 > bk__load_le64(f->hdr + F_END))
       word_store(f->hdr + F_END, id + 1);
+    uint64_t count = bk__load_le64(f->hdr + F_COUNT);
+    if (count < BK__SCBF_COUNT_MAX) word_store(f->hdr + F_COUNT, count + 1);
+    atomic_thread_fence(memory_order_release);
     bk__cbf_add(&f->view, h);
     write_end(s, seq);
   }
@@ -712,8 +748,11 @@ bk_status bk_scbf_flush(bk_scbf *s) {
   if (st == BK_OK && msync(s->hdr_map, BK__SCBF_FILE_HEADER, MS_SYNC) != 0)
     st = BK_EIO;
   if (st == BK_OK) {
-    /* Everything up to mem_seqnum is on disk now; say so, durably. */
-    word_store(s->hdr + H_DISK, word_load(s->hdr + H_MEM));
+    /* Everything up to mem_seqnum is on disk now; say so, durably. A
+     * mem_seqnum of 0 (reopened after a crash mid-write, nothing written
+     * since) would erase the last replay point: keep it. */
+    uint64_t mem = word_load(s->hdr + H_MEM);
+    if (mem != 0) word_store(s->hdr + H_DISK, mem);
     if (msync(s->hdr_map, BK__SCBF_FILE_HEADER, MS_SYNC) != 0) st = BK_EIO;
   }
   pthread_mutex_unlock(&s->write_lock);
@@ -826,6 +865,23 @@ bk_status bk_scbf_serialized_size(const bk_scbf *s, size_t *out) {
   return BK_OK;
 }
 
+/* A file's counters are not checksummed and open does not read them, so
+ * bytes no operation writes (padding past counter m, counters of a filter
+ * with no id yet) may be set in a damaged file; the serialized form holds
+ * what operations could have produced, zero there, so it always loads. */
+static void canonical_counters(unsigned char *c, size_t bytes,
+                               const scbf_filter *f) {
+  if (word_load(f->hdr + F_END) == f->start_id) {
+    memset(c, 0, bytes);
+    return;
+  }
+  uint64_t used_bits = f->view.m * f->view.width;
+  size_t full = (size_t)(used_bits / 8);
+  unsigned rest = (unsigned)(used_bits % 8);
+  if (rest) c[full++] &= (unsigned char)((1u << rest) - 1);
+  if (full < bytes) memset(c + full, 0, bytes - full);
+}
+
 bk_status bk_scbf_serialize(const bk_scbf *s, void *buf, size_t cap,
                             size_t *written) {
   BK_RETURN_IF(!s || !buf || !written, BK_EINVAL);
@@ -856,6 +912,7 @@ bk_status bk_scbf_serialize(const bk_scbf *s, void *buf, size_t cap,
     size_t bytes = (size_t)(f->record_bytes - BK__SCBF_RECORD_HEADER);
     /* Counters change only under the write lock we hold. */
     memcpy(q + BK__SCBF_RECORD_HEADER, f->view.words, bytes);
+    canonical_counters(q + BK__SCBF_RECORD_HEADER, bytes, f);
     q += BK__SCBF_RECORD_HEADER + bytes;
   }
   pthread_mutex_unlock(&w->write_lock);

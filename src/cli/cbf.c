@@ -18,12 +18,15 @@
  * the line feed (and a carriage return before it) is not part of it.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "bloomkit/cbf.h"
 #include "cli/cli.h"
@@ -85,9 +88,10 @@ static int cmd_create(int argc, char **argv) {
                       "bits per counter: 4, 8, 16 or 32"),
       BK_CLI_DOUBLE("growth", &growth, 2, 1, 1000, "G",
                     "capacity ratio of each filter to the one before"),
-      BK_CLI_DOUBLE("tightening", &tightening, 0.5, 0, 1, "R",
-                    "error ratio of each filter to the one before",
-                    .d_open = BK_CLI_OPEN_MIN | BK_CLI_OPEN_MAX),
+      /* The file stores r in units of 10^-6: outside [1e-6, 1 - 1e-6] it
+       * would round to 0 or 1, which the filter refuses. */
+      BK_CLI_DOUBLE("tightening", &tightening, 0.5, 1e-6, 0.999999, "R",
+                    "error ratio of each filter to the one before"),
       BK_CLI_UNSIGNED("max-filters", &max_filters, 32, 1, BK_SCBF_FILTERS_MAX,
                       "N", "most filters the file holds"),
       BK_CLI_CHOICE("layout", &layout, "standard", layout_names, "L",
@@ -114,12 +118,17 @@ static int cmd_create(int argc, char **argv) {
     return bk_cli_usage_error(stderr, PROG " create",
                               "--counter-bits: '%u' is not 4, 8, 16 or 32",
                               bits);
-  FILE *probe = fopen(pos[0], "rb");
-  if (probe) {
-    fclose(probe);
-    fprintf(stderr, PROG ": %s: already exists\n", pos[0]);
+  /* Made here with O_EXCL, so a file that appears meanwhile is never
+   * taken over; bk_scbf_open then writes the empty file's header. */
+  int fd = open(pos[0], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST)
+      fprintf(stderr, PROG ": %s: already exists\n", pos[0]);
+    else
+      fprintf(stderr, PROG ": %s: %s\n", pos[0], strerror(errno));
     return 1;
   }
+  close(fd);
   bk_scbf_config cfg = {.capacity = capacity,
                         .fpp = error,
                         .growth = growth,
@@ -130,6 +139,7 @@ static int cmd_create(int argc, char **argv) {
                         .max_filters = max_filters};
   bk_scbf *s = NULL;
   bk_status st = bk_scbf_open(&s, pos[0], &cfg);
+  if (st != BK_OK) unlink(pos[0]);
   if (st == BK_EINVAL) {
     fprintf(stderr,
             PROG ": %s: --capacity %" PRIu64
@@ -241,9 +251,12 @@ static int cmd_keys(int argc, char **argv, enum action a) {
       if (a != CHECK) {
         char *end;
         errno = 0;
-        unsigned long long v = strtoull(line, &end, 10);
-        if (end == line || errno || (*end != ' ' && *end != '\t') ||
-            line[0] == '-' || v == UINT64_MAX) {
+        /* Digits only: strtoull alone would skip blanks and take a sign,
+         * so "\t-2" would become 2^64 - 2. */
+        unsigned long long v =
+            isdigit((unsigned char)line[0]) ? strtoull(line, &end, 10) : 0;
+        if (!isdigit((unsigned char)line[0]) || end == line || errno ||
+            (*end != ' ' && *end != '\t') || v == UINT64_MAX) {
           fprintf(stderr,
                   "%s: stdin line %lu: expected \"ID KEY\" with ID "
                   "an integer from 0 to 18446744073709551614\n",

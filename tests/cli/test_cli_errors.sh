@@ -128,6 +128,16 @@ expect 2 "--capacity: '0' is out of range" $C create "$TMP/c.scbf" --capacity 0
 expect 2 "--error: '0.7' is out of range" $C create "$TMP/c.scbf" --capacity 9 --error 0.7
 expect 2 "--counter-bits: '5' is not 4, 8, 16 or 32" $C create "$TMP/c.scbf" --capacity 9 --counter-bits 5
 expect 2 "--tightening: '1' is out of range" $C create "$TMP/c.scbf" --capacity 9 --tightening 1
+expect 1 "larger than a filter can be" $C create "$TMP/big.scbf" --capacity 1099511627776 --error 0.000001
+CASE="cbf create refused leaves no file"
+[ -e "$TMP/big.scbf" ] && fail "file left behind"
+printf 'x\n' >"$TMP/keep"
+expect 1 "already exists" $C create "$TMP/keep" --capacity 10
+CASE="cbf create keeps a file that was there"
+[ "$(cat "$TMP/keep")" = x ] || fail "file changed"
+printf '1x k\n' >"$TMP/in"
+CASE="cbf add id not a number"
+"$BK" cbf add "$TMP/none.scbf" <"$TMP/in" >/dev/null 2>&1 && fail "exit 0"
 expect 2 "keys given as arguments need --id" $C add "$TMP/c.scbf" k1
 expect 2 "--id is for keys given as arguments" $C add "$TMP/c.scbf" --id 3
 expect 2 "--id: 'x' is not an integer" $C add "$TMP/c.scbf" k --id x
