@@ -5,9 +5,11 @@
 set -eu
 
 # debhelper, dpkg-dev, lintian: the Debian package test (tests/package);
-# abigail-tools: the ABI check (scripts/abi-check.sh).
+# abigail-tools: the ABI check (scripts/abi-check.sh); gnuplot-nox: the
+# experiment commands' --plot (docs/figures/).
 PKGS="build-essential cmake pkg-config clang libxxhash-dev libmurmurhash-dev \
-libbenchmark-dev libcmocka-dev debhelper dpkg-dev lintian abigail-tools"
+libbenchmark-dev libcmocka-dev debhelper dpkg-dev lintian abigail-tools \
+gnuplot-nox"
 
 missing=""
 for p in $PKGS; do

@@ -67,6 +67,7 @@
 #include "bloomkit/fbf.h"
 #include "cli/cli.h"
 #include "cli/opts.h"
+#include "cli/plot.h"
 
 #define PROG "bloomkit fbf-experiments"
 #define DEFAULT_SEED 20150601u
@@ -160,6 +161,7 @@ typedef struct options {
   uint64_t probes;
   uint64_t series_probes;
   const char *out_dir; /* NULL: everything to stdout */
+  const char *plot_dir; /* NULL: no pictures */
   unsigned figures;    /* bit i: Fig. 6.(i+1) */
   bool estimates;      /* estimate columns in 6.4 and 6.5 */
 } options;
@@ -726,14 +728,77 @@ static const char *const figure_names[N_FIGURES + 1] = {
   "       filters, target fpp %g, rate %g -> %g ops/s over %g s and\n" \
   "       back, then %g until %u s; resize trace after the CSV\n"
 
-static int make_out_dir(const char *dir) {
-  if (mkdir(dir, 0777) == 0) return 0;
-  int err = errno;
-  struct stat st;
-  if (err == EEXIST && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) return 0;
-  fprintf(stderr, PROG ": cannot create directory %s: %s\n", dir,
-          strerror(err == EEXIST ? ENOTDIR : err));
-  return 1;
+/* The pictures: the thesis' axes (Fig. 6.1 says its y axis is
+ * logarithmic; the others span orders of magnitude too, so all are). */
+#define FPP_LABEL "false positive probability"
+static const bk_plot_figure plots[N_FIGURES] = {
+    {.name = "fig6_1", .title = "Fig. 6.1: optimized vs simple membership "
+                                "check (N=1, m=6250, k=5, t=5 s)",
+     .x = "elements", .xlabel = "elements inserted", .ylabel = FPP_LABEL,
+     .logy = true, .n_series = 2,
+     .series = {{"fpp_optimized", "optimized check (Sec. 3.4)"},
+                {"fpp_simple", "simple check, all filters (Sec. 3.1)"}}},
+    {.name = "fig6_2", .title = "Fig. 6.2: FPP analysis vs empirical (N=1, "
+                                "m=6250, k=5, t=5 s)",
+     .x = "elements", .xlabel = "elements inserted", .ylabel = FPP_LABEL,
+     .logy = true, .n_series = 3,
+     .series = {{"fpp_empirical", "empirical"},
+                {"fpp_eq43", "thesis Eq. 4.3"},
+                {"fpp_estimate", "bloomkit estimate (shared inserts)"}}},
+    {.name = "fig6_3", .title = "Fig. 6.3: FPP analysis vs empirical as m "
+                                "varies (300 elements, N=1, k=5, t=5 s)",
+     .x = "m_bits", .xlabel = "bits per constituent filter (m)",
+     .ylabel = FPP_LABEL, .logy = true, .key = "top right", .n_series = 3,
+     .series = {{"fpp_empirical", "empirical"},
+                {"fpp_eq43", "thesis Eq. 4.3"},
+                {"fpp_estimate", "bloomkit estimate (shared inserts)"}}},
+    {.name = "fig6_4", .title = "Fig. 6.4: FPP falls as the refresh period "
+                                "falls (N=1, m=25000, k=5)",
+     .x = "time_s", .xlabel = "time (s); the rate doubles every 5 s, "
+                              "from 2 to 630 ops/s",
+     .ylabel = FPP_LABEL, .logy = true, .n_series = 4,
+     .series = {{"fpp_t5", "t = 5 s"},
+                {"fpp_t3", "t = 3 s"},
+                {"fpp_t2", "t = 2 s"},
+                {"fpp_t1", "t = 1 s"}}},
+    {.name = "fig6_5", .title = "Fig. 6.5: FPP falls as filters are added "
+                                "(t=5 s, m=6250, k=5)",
+     .x = "ops_per_s", .xlabel = "operations per second (rising linearly)",
+     .ylabel = FPP_LABEL, .logy = true, .n_series = 4,
+     .series = {{"fpp_3", "3 filters (N=1)"},
+                {"fpp_6", "6 filters (N=4)"},
+                {"fpp_12", "12 filters (N=10)"},
+                {"fpp_24", "24 filters (N=22)"}}},
+    {.name = "fig6_6", .title = "Fig. 6.6: adaptive FBF (Algorithm 3) keeps "
+                                "the FPP near its target",
+     .x = "time_s", .xlabel = "time (s)", .ylabel = FPP_LABEL,
+     .y2label = "filters / refresh period (s)", .logy = true,
+     .key = "top right", .n_series = 5,
+     .series = {{"fpp_empirical", "FPP, empirical"},
+                {"fpp_estimate", "FPP, bloomkit estimate"},
+                {"target_fpp", "target FPP"},
+                {"n_filters", "filters (right axis)", true},
+                {"refresh_period_s", "refresh period, s (right axis)",
+                 true}}},
+};
+
+static int draw_plots(const options *o) {
+  int status = 0;
+  for (unsigned i = 0; i < N_FIGURES && !status; i++) {
+    if (!(o->figures & (1u << i))) continue;
+    bk_plot_figure fig = plots[i];
+    size_t len = strlen(o->out_dir) + 1 + strlen(fig.name) + sizeof ".csv";
+    char *csv = malloc(len);
+    if (!csv) {
+      fprintf(stderr, PROG ": out of memory\n");
+      return 1;
+    }
+    snprintf(csv, len, "%s/%s.csv", o->out_dir, fig.name);
+    fig.csv = csv;
+    status = bk_plot_draw(o->plot_dir, &fig, stderr);
+    free(csv);
+  }
+  return status;
 }
 
 int bk_cli_fbf_experiments(int argc, char **argv) {
@@ -748,6 +813,10 @@ int bk_cli_fbf_experiments(int argc, char **argv) {
                     "fig6_6_trace.csv) instead of everything to stdout, where "
                     "each is preceded by '# fig6_X: description'",
                     .default_text = "stdout"),
+      BK_CLI_STRING("plot", &o.plot_dir, NULL, "a directory", "DIR",
+                    "also draw the figures as DIR/fig6_X.png with gnuplot "
+                    "(the CSVs go to DIR too unless --out says otherwise)",
+                    .default_text = "no pictures"),
       BK_CLI_CHOICE_LIST("only", only, &n_only, N_FIGURES,
                          "6.1,6.2,6.3,6.4,6.5,6.6", figure_names, "LIST",
                          "a subset of the figures, e.g. 6.1,6.4",
@@ -783,7 +852,16 @@ int bk_cli_fbf_experiments(int argc, char **argv) {
   o.figures = 0;
   for (size_t i = 0; i < n_only; i++) o.figures |= 1u << only[i];
   if (o.series_probes == 0) o.series_probes = o.probes;
-  if (o.out_dir && make_out_dir(o.out_dir)) return 1;
+  if (o.plot_dir) {
+    if (!bk_plot_available()) {
+      fprintf(stderr, PROG ": --plot needs gnuplot (Debian: gnuplot-nox; "
+                      "scripts/bootstrap.sh installs it)\n");
+      return 1;
+    }
+    if (bk_plot_make_dir(PROG, o.plot_dir, stderr)) return 1;
+    if (!o.out_dir) o.out_dir = o.plot_dir;
+  }
+  if (o.out_dir && bk_plot_make_dir(PROG, o.out_dir, stderr)) return 1;
 
   printf("# seed %llu\n", (unsigned long long)o.seed);
   if (o.figures & 3u) {
@@ -796,6 +874,7 @@ int bk_cli_fbf_experiments(int argc, char **argv) {
   if (!status && (o.figures & 8u)) status = run_four_fbfs(&o, &fig64);
   if (!status && (o.figures & 16u)) status = run_four_fbfs(&o, &fig65);
   if (!status && (o.figures & 32u)) status = run_fig66(&o);
+  if (!status && o.plot_dir) status = draw_plots(&o);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     fprintf(stderr, PROG ": error writing standard output\n");
     status = 1;

@@ -95,6 +95,7 @@
 #include "bloomkit/params.h"
 #include "cli/cli.h"
 #include "cli/opts.h"
+#include "cli/plot.h"
 
 #define PROG "bloomkit sim counters"
 #define DEFAULT_SEED 20150601u
@@ -205,6 +206,7 @@ typedef struct options {
   bk_idem_strategy strategies[N_STRATEGIES];
   size_t n_strategies;
   bool csv;
+  const char *plot_dir; /* NULL: no pictures */
   bool sweep;
   double sweep_values[MAX_SWEEP];
   size_t n_sweep;
@@ -567,9 +569,17 @@ static unsigned filter_width(const options *o, bk_idem_strategy strategy) {
   return width > BK_FBF_MAX_FILTERS ? BK_FBF_MAX_FILTERS : width;
 }
 
+/* The counters' sum over time (Fig. 6.7): trace[j] is the sum of every
+ * counter after the attempts delivered before (j + 1) slot_ms. */
+typedef struct sum_trace {
+  int64_t *sums;
+  size_t n_slots;
+  uint64_t slot_ms;
+} sum_trace;
+
 static int run_strategy(const options *o, const stream *s,
                         const filter_shape *fs, bk_idem_strategy strategy,
-                        uint32_t *applied, result *res) {
+                        uint32_t *applied, result *res, sum_trace *trace) {
   bk_idem *t = NULL;
   memset(res, 0, sizeof *res);
   res->strategy = strategy;
@@ -579,8 +589,14 @@ static int run_strategy(const options *o, const stream *s,
   double fpp_max = 0.0;
   uint64_t now = 0;
   char key[32];
+  int64_t running = 0; /* the counters' sum so far */
+  size_t slot = 0;
   for (uint64_t i = 0; i < s->n_attempts; i++) {
     const attempt *a = &s->attempts[i];
+    if (trace)
+      for (; slot < trace->n_slots && a->time_ms >= (slot + 1) * trace->slot_ms;
+           slot++)
+        trace->sums[slot] = running;
     if (a->time_ms > now) {
       if (a->time_ms / o->sample_ms != now / o->sample_ms &&
           sample_fpp(t, &fpp_max))
@@ -594,6 +610,7 @@ static int run_strategy(const options *o, const stream *s,
     bk_idem_outcome outcome;
     TRY_BK(bk_idem_add(t, key, (size_t)len, id, o->delta, NULL, &outcome));
     if (outcome == BK_IDEM_APPLIED) {
+      running += o->delta;
       if (applied[a->op]) res->retries_applied++;
       applied[a->op]++;
     } else if (applied[a->op]) {
@@ -603,6 +620,8 @@ static int run_strategy(const options *o, const stream *s,
       if (a->n == 0) res->fp_first++;
     }
   }
+  if (trace)
+    for (; slot < trace->n_slots; slot++) trace->sums[slot] = running;
   if (sample_fpp(t, &fpp_max)) goto fail;
 
   /* Totals, cross-checked three ways: our per-op counts, the counters'
@@ -727,8 +746,9 @@ static void print_table(const result *r, size_t n, uint64_t n_ops) {
   "ops_lost,retries_applied,fp_per_op,filter_bytes,filter_bits,fpp_end,"    \
   "fpp_max,target_fpp"
 
-static void print_csv_row(const result *r, uint64_t n_ops) {
-  printf(
+static void print_csv_row(FILE *out, const result *r, uint64_t n_ops) {
+  fprintf(
+      out,
       "%s,%lld,%lld,%.6f,%llu,%llu,%llu,%llu,%llu,%.6g,%zu,%llu,%.6g,%.6g,"
       "%.6g\n",
       strategy_name(r->strategy), (long long)r->expected, (long long)r->final,
@@ -742,57 +762,152 @@ static void print_csv_row(const result *r, uint64_t n_ops) {
 /* ---- runs
  * -------------------------------------------------------------------- */
 
+/* DIR/NAME.csv, for a figure's data. NULL (said on stderr) on failure. */
+static FILE *open_plot_csv(const options *o, const char *name, char **path) {
+  size_t len = strlen(o->plot_dir) + 1 + strlen(name) + sizeof ".csv";
+  *path = malloc(len);
+  if (!*path) {
+    fprintf(stderr, PROG ": out of memory\n");
+    return NULL;
+  }
+  snprintf(*path, len, "%s/%s.csv", o->plot_dir, name);
+  FILE *f = fopen(*path, "w");
+  if (!f) {
+    fprintf(stderr, PROG ": cannot write %s: %s\n", *path, strerror(errno));
+    free(*path);
+    *path = NULL;
+  }
+  return f;
+}
+
+/* Fig. 6.7: the expected value (ops first delivered so far, times delta)
+ * and each strategy's counters' sum over time, as DIR/fig6_7.csv and
+ * DIR/fig6_7.png. */
+static int plot_fig67(const options *o, const stream *s,
+                      const sum_trace *traces) {
+  char *path = NULL;
+  FILE *f = open_plot_csv(o, "fig6_7", &path);
+  if (!f) return 1;
+  const sum_trace *t0 = &traces[0];
+  fprintf(f,
+          "# fig6_7: the counters' sum over time per strategy, and the "
+          "expected value (first deliveries so far times delta)\n# seed "
+          "%llu, %llu ops, ack loss %g\ntime_s,expected",
+          (unsigned long long)o->seed, (unsigned long long)o->ops, o->ack_loss);
+  for (size_t i = 0; i < o->n_strategies; i++)
+    fprintf(f, ",%s", strategy_name(o->strategies[i]));
+  fputc('\n', f);
+  int64_t expected = 0;
+  uint64_t next = 0;
+  for (size_t j = 0; j < t0->n_slots; j++) {
+    uint64_t end = (j + 1) * t0->slot_ms;
+    for (; next < s->n_attempts && s->attempts[next].time_ms < end; next++)
+      if (s->attempts[next].n == 0) expected += o->delta;
+    fprintf(f, "%.3f,%lld", (double)end / 1000.0, (long long)expected);
+    for (size_t i = 0; i < o->n_strategies; i++)
+      fprintf(f, ",%lld", (long long)traces[i].sums[j]);
+    fputc('\n', f);
+  }
+  int status = 0;
+  if (fclose(f) != 0) {
+    fprintf(stderr, PROG ": cannot write %s\n", path);
+    status = 1;
+  }
+  bk_plot_figure fig = {
+      .name = "fig6_7",
+      .csv = path,
+      .title = "Fig. 6.7: counter value over time, with and without "
+               "duplicate filtering",
+      .x = "time_s",
+      .xlabel = "time (s)",
+      .ylabel = "sum of the counters",
+      .style = "lines",
+      .n_series = 1,
+      .series = {{"expected", "expected (each op once)"}},
+  };
+  for (size_t i = 0; i < o->n_strategies && fig.n_series < BK_PLOT_MAX_SERIES;
+       i++) {
+    const char *name = strategy_name(o->strategies[i]);
+    fig.series[fig.n_series++] = (bk_plot_series){.column = name, .title = name};
+  }
+  if (!status) status = bk_plot_draw(o->plot_dir, &fig, stderr);
+  free(path);
+  return status;
+}
+
 static int run_once(const options *o, const filter_shape *shape) {
   const filter_shape fs = *shape;
   stream s;
   if (make_stream(o, &s)) return 1;
   int status = 1;
   result res[N_STRATEGIES];
+  sum_trace traces[N_STRATEGIES] = {{0}};
+  sum_trace trace = {0}; /* the shape every strategy's trace has */
   uint32_t *applied = malloc((size_t)s.n_ops * sizeof *applied);
   if (!applied) {
     fprintf(stderr, PROG ": out of memory\n");
     goto done;
   }
+  if (o->plot_dir) {
+    /* About 200 points over the run, on whole milliseconds. */
+    trace.slot_ms = s.last_ms / 200 + 1;
+    trace.n_slots = (size_t)(s.last_ms / trace.slot_ms) + 1;
+    for (size_t i = 0; i < o->n_strategies; i++) {
+      traces[i] = trace;
+      traces[i].sums = malloc(trace.n_slots * sizeof(int64_t));
+      if (!traces[i].sums) {
+        fprintf(stderr, PROG ": out of memory\n");
+        goto done;
+      }
+    }
+    trace.sums = traces[0].sums;
+  }
   for (size_t i = 0; i < o->n_strategies; i++)
-    if (run_strategy(o, &s, &fs, o->strategies[i], applied, &res[i])) goto done;
+    if (run_strategy(o, &s, &fs, o->strategies[i], applied, &res[i],
+                     trace.sums ? &traces[i] : NULL))
+      goto done;
   print_header(o, &s, &fs);
   if (o->csv) {
     printf(CSV_COLUMNS "\n");
     for (size_t i = 0; i < o->n_strategies; i++)
-      print_csv_row(&res[i], s.n_ops);
+      print_csv_row(stdout, &res[i], s.n_ops);
   } else {
     print_table(res, o->n_strategies, s.n_ops);
   }
-  status = 0;
+  status = o->plot_dir ? plot_fig67(o, &s, traces) : 0;
 done:
+  for (size_t i = 0; i < o->n_strategies; i++) free(traces[i].sums);
   free(applied);
   stream_free(&s);
   return status;
 }
 
-static int run_sweep(const options *base, const filter_shape *shape) {
+static int run_sweep(const options *base, const filter_shape *shape,
+                     FILE *out) {
   options o = *base;
   const filter_shape fs = *shape;
   char delay[96];
   format_delay(&o.delay, delay, sizeof delay);
-  printf("# " PROG
+  fprintf(out, "# " PROG
          " --sweep-retry: seed %llu; load %s, %llu ops, base rate "
          "%g ops/s, %llu clients, %llu keys; retry delay %s ms, timeout %llu "
          "ms\n",
          (unsigned long long)o.seed, load_name(o.load),
          (unsigned long long)o.ops, o.rate, (unsigned long long)o.clients,
          (unsigned long long)o.keys, delay, (unsigned long long)o.timeout_ms);
-  printf(
+  fprintf(
+      out,
       "# filters: N=%u, t=%llu ms, FBF m=%llu bits k=%u per filter (%llu "
       "bits in all), RBF %llu bits k=%u (equal memory), target fpp %g\n",
       o.n_past, (unsigned long long)fs.period_ms, (unsigned long long)fs.m,
       fs.k, (unsigned long long)(fs.m * (o.n_past + 2)),
       (unsigned long long)(fs.m * (o.n_past + 2)), fs.k, o.target_fpp);
-  printf(
+  fprintf(
+      out,
       "# ack_loss: share of acks lost (each lost ack -> one retry); "
       "retries: delivered retries; fpp_max sampled every %llu ms\n",
       (unsigned long long)o.sample_ms);
-  printf("ack_loss,retries,retries_per_op," CSV_COLUMNS "\n");
+  fprintf(out, "ack_loss,retries,retries_per_op," CSV_COLUMNS "\n");
   uint32_t *applied = malloc((size_t)o.ops * sizeof *applied);
   if (!applied) {
     fprintf(stderr, PROG ": out of memory\n");
@@ -808,16 +923,57 @@ static int run_sweep(const options *base, const filter_shape *shape) {
     }
     for (size_t i = 0; i < o.n_strategies && !status; i++) {
       result r;
-      status = run_strategy(&o, &s, &fs, o.strategies[i], applied, &r);
+      status = run_strategy(&o, &s, &fs, o.strategies[i], applied, &r, NULL);
       if (status) break;
       uint64_t retries = s.n_attempts - s.n_ops;
-      printf("%g,%llu,%.6f,", o.ack_loss, (unsigned long long)retries,
+      fprintf(out, "%g,%llu,%.6f,", o.ack_loss, (unsigned long long)retries,
              (double)retries / (double)s.n_ops);
-      print_csv_row(&r, s.n_ops);
+      print_csv_row(out, &r, s.n_ops);
     }
     stream_free(&s);
   }
   free(applied);
+  return status;
+}
+
+/* The sweep's CSV on stdout and, with --plot, as DIR/fig6_9.csv drawn as
+ * Fig. 6.9: the error against the retry frequency, per strategy. */
+static int sweep_and_plot(const options *o, const filter_shape *fs) {
+  if (!o->plot_dir) return run_sweep(o, fs, stdout);
+  char *path = NULL;
+  FILE *f = open_plot_csv(o, "fig6_9", &path);
+  if (!f) return 1;
+  int status = run_sweep(o, fs, f);
+  if (fclose(f) != 0) {
+    fprintf(stderr, PROG ": cannot write %s\n", path);
+    status = 1;
+  }
+  if (!status) { /* the same CSV on stdout, as without --plot */
+    FILE *in = fopen(path, "r");
+    char buf[4096];
+    size_t n;
+    if (!in) status = 1;
+    while (in && (n = fread(buf, 1, sizeof buf, in)) > 0)
+      fwrite(buf, 1, n, stdout);
+    if (in) fclose(in);
+  }
+  bk_plot_figure fig = {
+      .name = "fig6_9",
+      .csv = path,
+      .title = "Fig. 6.9: counter error as retries grow (|error| %)",
+      .x = "retries_per_op",
+      .xlabel = "retries per op (from the share of lost acks)",
+      .ylabel = "|counter error| (%)",
+      .logy = true,
+  };
+  for (size_t i = 0; i < o->n_strategies; i++) {
+    const char *name = strategy_name(o->strategies[i]);
+    fig.series[fig.n_series++] = (bk_plot_series){
+        .column = "error_pct", .title = name, .filter_column = "strategy",
+        .filter_value = name, .absolute = true};
+  }
+  if (!status) status = bk_plot_draw(o->plot_dir, &fig, stderr);
+  free(path);
   return status;
 }
 
@@ -1022,6 +1178,12 @@ static int sim_counters(int argc, char **argv) {
                       .default_text = "4 (N + 2), at most 64"),
       BK_CLI_FLAG("csv", &o.csv, "CSV, one row per strategy",
                   .section = "output"),
+      BK_CLI_STRING("plot", &o.plot_dir, NULL, "a directory", "DIR",
+                    "also write DIR/fig6_7.csv and .png (the counters' sum "
+                    "over time per strategy) or, with --sweep-retry, "
+                    "DIR/fig6_9.csv and .png (error against retries), drawn "
+                    "with gnuplot",
+                    .default_text = "no pictures"),
       BK_CLI_U64("sample-ms", &o.sample_ms, DEFAULT_SAMPLE_MS, 1, MAX_MS, "MS",
                  "fpp sampling interval"),
       BK_CLI_U64("seed", &o.seed, DEFAULT_SEED, 0, UINT64_MAX, "N", "run seed"),
@@ -1063,11 +1225,19 @@ static int sim_counters(int argc, char **argv) {
       o.n_strategies = 2;
     }
   }
+  if (o.plot_dir) {
+    if (!bk_plot_available()) {
+      fprintf(stderr, PROG ": --plot needs gnuplot (Debian: gnuplot-nox; "
+                      "scripts/bootstrap.sh installs it)\n");
+      return 1;
+    }
+    if (bk_plot_make_dir(PROG, o.plot_dir, stderr)) return 1;
+  }
   filter_shape fs;
   if ((status = check_options(&o)) || (status = shape_filters(&o, &fs)) ||
       (status = check_tables(&o, &fs)))
     return status;
-  status = o.sweep ? run_sweep(&o, &fs) : run_once(&o, &fs);
+  status = o.sweep ? sweep_and_plot(&o, &fs) : run_once(&o, &fs);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     fprintf(stderr, PROG ": error writing standard output\n");
     status = 1;

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/* Figures through gnuplot: see plot.h. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "cli/plot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+bool bk_plot_available(void) {
+  const char *path = getenv("PATH");
+  if (!path || !*path) return false;
+  char *copy = strdup(path);
+  if (!copy) return false;
+  bool found = false;
+  char *save = NULL;
+  for (char *d = strtok_r(copy, ":", &save); d && !found;
+       d = strtok_r(NULL, ":", &save)) {
+    size_t len = strlen(d) + sizeof "/gnuplot";
+    char *exe = malloc(len);
+    if (!exe) break;
+    snprintf(exe, len, "%s/gnuplot", d);
+    found = access(exe, X_OK) == 0;
+    free(exe);
+  }
+  free(copy);
+  return found;
+}
+
+int bk_plot_make_dir(const char *prog, const char *dir, FILE *err) {
+  if (mkdir(dir, 0777) == 0) return 0;
+  int e = errno;
+  struct stat st;
+  if (e == EEXIST && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) return 0;
+  fprintf(err, "%s: cannot create directory %s: %s\n", prog, dir,
+          strerror(e == EEXIST ? ENOTDIR : e));
+  return 1;
+}
+
+/* A gnuplot single-quoted string: nothing is special in it but the quote,
+ * written twice. Paths and titles go through here. */
+static void put_quoted(FILE *f, const char *s) {
+  fputc('\'', f);
+  for (; *s; s++) {
+    if (*s == '\'') fputc('\'', f);
+    /* A line break would end the command; none of ours has one, a path
+     * might. */
+    fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
+  }
+  fputc('\'', f);
+}
+
+static char *join(const char *dir, const char *name, const char *ext) {
+  size_t len = strlen(dir) + 1 + strlen(name) + strlen(ext) + 1;
+  char *p = malloc(len);
+  if (p) snprintf(p, len, "%s/%s%s", dir, name, ext);
+  return p;
+}
+
+static int write_script(FILE *f, const bk_plot_figure *fig,
+                        const char *png) {
+  fputs("# Written by bloomkit; run `gnuplot THIS_FILE` to redraw.\n", f);
+  fputs("set terminal pngcairo size 960,600 enhanced font 'sans,11'\n", f);
+  fputs("set output ", f);
+  put_quoted(f, png);
+  fputs("\nset datafile separator ','\nset datafile commentschars '#'\n", f);
+  fputs("set title noenhanced\nset title ", f);
+  put_quoted(f, fig->title);
+  fputs("\nset xlabel ", f);
+  put_quoted(f, fig->xlabel);
+  fputs("\nset ylabel ", f);
+  put_quoted(f, fig->ylabel);
+  /* A filtered series' other rows are NaN: as missing data they do not
+   * break its line. */
+  fputs("\nset grid\nset datafile missing NaN\n", f);
+  fprintf(f, "set key %s Left reverse box opaque noenhanced\n",
+          fig->key ? fig->key : "top left");
+  if (fig->logx) fputs("set logscale x\n", f);
+  if (fig->logy) fputs("set logscale y\nset format y '10^{%L}'\n", f);
+  bool right = false;
+  for (unsigned i = 0; i < fig->n_series; i++) right |= fig->series[i].right;
+  if (right) {
+    fputs("set y2label ", f);
+    put_quoted(f, fig->y2label ? fig->y2label : "");
+    fputs("\nset y2tics\nset ytics nomirror\n", f);
+    if (fig->logy2) fputs("set logscale y2\n", f);
+  }
+  const char *style = fig->style ? fig->style : "linespoints";
+  fputs("plot ", f);
+  for (unsigned i = 0; i < fig->n_series; i++) {
+    const bk_plot_series *s = &fig->series[i];
+    if (i) fputs(", \\\n     ", f);
+    put_quoted(f, fig->csv);
+    fputs(" using ", f);
+    /* Columns by name: gnuplot's column("name") reads the header line. */
+    fputs("(column(", f);
+    put_quoted(f, fig->x);
+    fputs(")):(", f);
+    if (s->filter_column) {
+      fputs("strcol(", f);
+      put_quoted(f, s->filter_column);
+      fputs(") eq ", f);
+      put_quoted(f, s->filter_value);
+      fputs(" ? ", f);
+    }
+    fputs(s->absolute ? "abs(column(" : "(column(", f);
+    put_quoted(f, s->column);
+    fputs("))", f);
+    if (s->filter_column) fputs(" : NaN", f);
+    fprintf(f, ") axes x1%s with %s lw 2 pt %u title ", s->right ? "y2" : "y1",
+            style, (i % 7) + 1);
+    put_quoted(f, s->title);
+  }
+  fputc('\n', f);
+  return ferror(f) ? 1 : 0;
+}
+
+/* Run gnuplot on the script, its stderr into a log file shown on failure. */
+static int run_gnuplot(const char *script, const char *log, FILE *err) {
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(err, "plot: cannot start gnuplot: %s\n", strerror(errno));
+    return 1;
+  }
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDWR);
+    int lf = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (null >= 0) {
+      dup2(null, 0);
+      dup2(null, 1);
+    }
+    if (lf >= 0) dup2(lf, 2);
+    execlp("gnuplot", "gnuplot", script, (char *)NULL);
+    _exit(127);
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return 1;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+  fprintf(err, "plot: gnuplot %s failed (%s %d)\n", script,
+          WIFEXITED(status) ? "exit status" : "signal",
+          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+  FILE *lf = fopen(log, "r");
+  if (lf) {
+    char line[512];
+    while (fgets(line, sizeof line, lf)) fprintf(err, "  %s", line);
+    fclose(lf);
+  }
+  return 1;
+}
+
+int bk_plot_draw(const char *dir, const bk_plot_figure *fig, FILE *err) {
+  char *gp = join(dir, fig->name, ".gp");
+  char *png = join(dir, fig->name, ".png");
+  char *log = join(dir, fig->name, ".gnuplot.log");
+  int rc = 1;
+  if (!gp || !png || !log) {
+    fprintf(err, "plot: out of memory\n");
+    goto done;
+  }
+  FILE *f = fopen(gp, "w");
+  if (!f) {
+    fprintf(err, "plot: cannot write %s: %s\n", gp, strerror(errno));
+    goto done;
+  }
+  int w = write_script(f, fig, png);
+  if (fclose(f) != 0 || w) {
+    fprintf(err, "plot: cannot write %s\n", gp);
+    goto done;
+  }
+  (void)unlink(png);
+  if (run_gnuplot(gp, log, err)) goto done;
+  struct stat st;
+  if (stat(png, &st) != 0 || st.st_size == 0) {
+    fprintf(err, "plot: gnuplot made no %s\n", png);
+    goto done;
+  }
+  (void)unlink(log);
+  rc = 0;
+done:
+  free(gp);
+  free(png);
+  free(log);
+  return rc;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to the `bloomkit` command: the pictures of an experiment, drawn by
+ * gnuplot (Debian's gnuplot-nox) from the CSV files the experiment writes.
+ *
+ * A figure is described, not scripted: its CSV file, the x column, the y
+ * columns (each with a legend title, on the left or the right axis), the
+ * labels and which axes are logarithmic. bk_plot_draw writes DIR/NAME.gp
+ * (the gnuplot script, kept so a reader can restyle the figure) and runs
+ * `gnuplot DIR/NAME.gp` (found on PATH, no shell involved) to make
+ * DIR/NAME.png. Columns are named by the CSV's header line; '#' lines are
+ * comments to gnuplot as to us.
+ */
+#ifndef BLOOMKIT_SRC_CLI_PLOT_H
+#define BLOOMKIT_SRC_CLI_PLOT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#define BK_PLOT_MAX_SERIES 8
+
+typedef struct bk_plot_series {
+  const char *column; /* the CSV header's name of the y column */
+  const char *title;  /* legend entry */
+  bool right;         /* on the right-hand y axis (y2) */
+  /* Only the rows whose column filter_column holds filter_value (a CSV in
+   * long form: one row per (x, strategy)); NULL: every row. */
+  const char *filter_column, *filter_value;
+  bool absolute; /* plot |y| (a log axis of signed errors) */
+} bk_plot_series;
+
+typedef struct bk_plot_figure {
+  const char *name;  /* DIR/name.png and DIR/name.gp */
+  const char *csv;   /* the data file (a path, any characters) */
+  const char *title; /* the figure's title (its caption's first words) */
+  const char *x;     /* the x column */
+  const char *xlabel, *ylabel;
+  const char *y2label;   /* NULL unless a series is on the right */
+  bool logx, logy, logy2;
+  const char *style;     /* gnuplot's `with`: NULL is linespoints */
+  const char *key;       /* legend placement (gnuplot words), NULL: top left */
+  unsigned n_series;
+  bk_plot_series series[BK_PLOT_MAX_SERIES];
+} bk_plot_figure;
+
+/** Whether a `gnuplot` is on PATH (the figures are skipped, with a note,
+ * when it is not). */
+bool bk_plot_available(void);
+
+/** Draw one figure into dir (which must exist). Returns 0, or 1 after
+ * saying on err what failed (the script could not be written, gnuplot
+ * failed: its messages are passed on, or no PNG came out). */
+int bk_plot_draw(const char *dir, const bk_plot_figure *fig, FILE *err);
+
+/** Make dir (and no parents) unless it exists as a directory. Returns 0,
+ * or 1 after saying why on err. `prog` prefixes the message. */
+int bk_plot_make_dir(const char *prog, const char *dir, FILE *err);
+
+#endif
