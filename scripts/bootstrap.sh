@@ -6,10 +6,11 @@ set -eu
 
 # debhelper, dpkg-dev, lintian: the Debian package test (tests/package);
 # abigail-tools: the ABI check (scripts/abi-check.sh); gnuplot-nox: the
-# experiment commands' --plot (docs/figures/).
+# experiment commands' --plot (docs/figures/); libbloom-dev: the peer row
+# of `bloomkit compare`.
 PKGS="build-essential cmake pkg-config clang libxxhash-dev libmurmurhash-dev \
 libbenchmark-dev libcmocka-dev debhelper dpkg-dev lintian abigail-tools \
-gnuplot-nox"
+gnuplot-nox libbloom-dev"
 
 missing=""
 for p in $PKGS; do

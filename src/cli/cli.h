@@ -17,6 +17,10 @@ int bk_cli_fbf_experiments(int argc, char **argv);
  * and 6.9) so far (sim_counters.c). */
 int bk_cli_sim(int argc, char **argv);
 
+/** `bloomkit compare`: every structure on one workload, one table
+ * (compare.c). */
+int bk_cli_compare(int argc, char **argv);
+
 /** `bloomkit cbf <action> FILE`: a file-backed scalable counting filter
  * (bk_scbf): create, add, remove, check, info, flush (cbf.c). */
 int bk_cli_cbf(int argc, char **argv);

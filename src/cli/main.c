@@ -18,6 +18,10 @@ static const bk_cli_subcommand subcommands[] = {
      "a file-backed scalable counting filter: create, add, remove, check, "
      "info, flush",
      bk_cli_cbf},
+    {"compare",
+     "every structure on one workload, side by side: bits per key, false "
+     "positive rate, ns per operation, memory",
+     bk_cli_compare},
     {"fbf-experiments",
      "reproduce the FBF thesis' Fig. 6.1-6.6 (false positive experiments)",
      bk_cli_fbf_experiments},

@@ -91,6 +91,26 @@ static int write_script(FILE *f, const bk_plot_figure *fig,
     if (fig->logy2) fputs("set logscale y2\n", f);
   }
   const char *style = fig->style ? fig->style : "linespoints";
+  if (fig->histogram) {
+    fputs("set style data histogram\nset style histogram clustered gap 1\n"
+          "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"
+          "set xtics rotate by 25 right noenhanced nomirror\nset grid noxtics\n"
+          "set yrange [0:*]\n",
+          f);
+    fputs("plot ", f);
+    for (unsigned i = 0; i < fig->n_series; i++) {
+      if (i) fputs(", \\\n     ", f);
+      put_quoted(f, fig->csv);
+      fputs(" using (column(", f);
+      put_quoted(f, fig->series[i].column);
+      fputs(")):xtic(strcol(", f);
+      put_quoted(f, fig->x);
+      fputs(")) title ", f);
+      put_quoted(f, fig->series[i].title);
+    }
+    fputc('\n', f);
+    return ferror(f) ? 1 : 0;
+  }
   fputs("plot ", f);
   for (unsigned i = 0; i < fig->n_series; i++) {
     const bk_plot_series *s = &fig->series[i];

@@ -38,6 +38,9 @@ typedef struct bk_plot_figure {
   const char *y2label;   /* NULL unless a series is on the right */
   bool logx, logy, logy2;
   const char *style;     /* gnuplot's `with`: NULL is linespoints */
+  /* Clustered bars, one cluster per row, labelled by the x column (text);
+   * rows with an empty y are a missing bar. */
+  bool histogram;
   const char *key;       /* legend placement (gnuplot words), NULL: top left */
   unsigned n_series;
   bk_plot_series series[BK_PLOT_MAX_SERIES];
