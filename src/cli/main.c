@@ -25,6 +25,10 @@ static const bk_cli_subcommand subcommands[] = {
     {"fbf-experiments",
      "reproduce the FBF thesis' Fig. 6.1-6.6 (false positive experiments)",
      bk_cli_fbf_experiments},
+    {"kbf-experiments",
+     "reproduce the kBF paper's Figs. 2-5, 7-14, 17-18 (encodings, "
+     "capacity, error ratios of every operation)",
+     bk_cli_kbf_experiments},
     {"sim",
      "simulations: `sim counters`, idempotent counters under retries "
      "(thesis Fig. 6.7, 6.9)",
