@@ -33,4 +33,9 @@ void bk_bench_release_cbf(void);
 void bk_bench_register_scbf(void);
 void bk_bench_release_scbf(void);
 
+/* bench_kbf.c: bk_kbf (10 M keys, p = 1e-4, 3000 values) against a
+ * bk_bloom of the same m and k. */
+void bk_bench_register_kbf(void);
+void bk_bench_release_kbf(void);
+
 #endif
