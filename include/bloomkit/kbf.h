@@ -219,6 +219,51 @@ BK_API bk_status bk_kbf_deserialize(const void *buf, size_t len,
                                     const bk_allocator *allocator,
                                     bk_kbf **out);
 
+/* ---- chaining (Sec. 3.4, 4) ------------------------------------------------
+ */
+
+/**
+ * A chain of kBFs of one config (Sec. 3.4: "whenever this reaches near its
+ * maximum, we can allocate another kBF of the same size"; Sec. 4: so that no
+ * kBF passes its p-capacity). Inserts go to the newest kBF; when it holds
+ * `capacity` keys (the config must size by capacity) a new empty one is
+ * appended. Queries consult the kBFs newest first: the first that decodes
+ * a value answers; "not decodable" if none does and one could not tell;
+ * else "absent". update and delete act on the newest kBF that decodes the
+ * key. Each kBF keeps its own s-kBF and value table. Thread safety: as
+ * bk_kbf.
+ */
+typedef struct bk_kbf_chain bk_kbf_chain;
+
+/** Create a chain holding one empty kBF. Errors: BK_EINVAL (no capacity in
+ * cfg, or a bad config), BK_ENOMEM. */
+BK_API bk_status bk_kbf_chain_create(bk_kbf_chain **out,
+                                     const bk_kbf_config *cfg);
+/** Free the chain and its kBFs. NULL does nothing. */
+BK_API void bk_kbf_chain_destroy(bk_kbf_chain *c);
+/** INSERT into the newest kBF, appending one first if it is full.
+ * Errors: as bk_kbf_insert. */
+BK_API bk_status bk_kbf_chain_insert(bk_kbf_chain *c, const void *key,
+                                     size_t len, const void *value,
+                                     size_t value_len);
+/** QUERY, newest first; *value points into the kBF that answered. Cost:
+ * O(n_filters k t). Errors: BK_EINVAL. */
+BK_API bk_status bk_kbf_chain_query(const bk_kbf_chain *c, const void *key,
+                                    size_t len, bk_kbf_result *result,
+                                    const void **value, size_t *value_len);
+/** UPDATE / DELETE in the newest kBF that decodes the key. Errors: as
+ * bk_kbf_update / bk_kbf_delete (BK_ENOTFOUND when none has it,
+ * BK_EUNDECODABLE when none decodes it and one could not tell). */
+BK_API bk_status bk_kbf_chain_update(bk_kbf_chain *c, const void *key,
+                                     size_t len, const void *value,
+                                     size_t value_len);
+BK_API bk_status bk_kbf_chain_delete(bk_kbf_chain *c, const void *key,
+                                     size_t len);
+/** How many kBFs the chain holds; kBF i (oldest 0) for reading, or NULL
+ * past the end (valid until the next insert). */
+BK_API size_t bk_kbf_chain_length(const bk_kbf_chain *c);
+BK_API const bk_kbf *bk_kbf_chain_get(const bk_kbf_chain *c, size_t i);
+
 /* ---- encodings (Sec. 3.2) ------------------------------------------------ */
 
 /**
