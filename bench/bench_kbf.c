@@ -209,7 +209,121 @@ static void bench(bk_bench_state *st, void *p) {
   }
 }
 
+/* ---- encoding -> index (Sec. 3.6) ---------------------------------------
+ * The paper's regression inverse (quadratic fit + exact window search)
+ * against a binary search, on the greedy table of 1024 encodings and on
+ * bloomkit's 4095 cubes (t = 12); and whole queries of a small (cache-
+ * resident) kBF whose inverse is direct ((e >> t) - 1, one compare) or a
+ * binary search. */
+
+enum { INV_N_GREEDY = 1024, INV_N_CUBES = 4095, INV_SMALL_KEYS = 100000 };
+typedef enum inv_op {
+  INV_BINARY_GREEDY,
+  INV_REGRESSION_GREEDY,
+  INV_BINARY_CUBES,
+  INV_REGRESSION_CUBES,
+  INV_QUERY_DIRECT,
+  INV_QUERY_BINARY,
+  INV_COUNT
+} inv_op;
+static const char *const inv_names[INV_COUNT] = {
+    "kbf/inverse/binary_search_greedy_1024",
+    "kbf/inverse/regression_greedy_1024",
+    "kbf/inverse/binary_search_cubes_4095",
+    "kbf/inverse/regression_cubes_4095",
+    "kbf/inverse/query_small_direct",
+    "kbf/inverse/query_small_binary"};
+
+static struct {
+  bool built;
+  uint64_t greedy[INV_N_GREEDY], cubes[INV_N_CUBES];
+  bk_kbf_regression rg, rc;
+  bk_kbf *small[2];
+  uint64_t rng[INV_COUNT];
+} inv;
+static inv_op inv_args[INV_COUNT];
+
+static bool inv_build(bk_bench_state *st) {
+  if (inv.built) return true;
+  uint32_t found;
+  bk_status s =
+      bk_kbf_encodings_greedy(INV_N_GREEDY, 32, 0, inv.greedy, &found, NULL);
+  for (uint32_t i = 0; s == BK_OK && i < INV_N_CUBES; i++)
+    s = bk_kbf_encoding(12, i, &inv.cubes[i]);
+  if (s == BK_OK) s = bk_kbf_regression_fit(inv.greedy, INV_N_GREEDY, &inv.rg);
+  if (s == BK_OK) s = bk_kbf_regression_fit(inv.cubes, INV_N_CUBES, &inv.rc);
+  for (int d = 0; s == BK_OK && d < 2; d++) {
+    bk_kbf_config kc = {
+        .capacity = INV_SMALL_KEYS,
+        .fpp = FPP,
+        .inverse = d ? BK_KBF_INVERSE_BINARY : BK_KBF_INVERSE_DIRECT,
+        .seed = bk_bench_seed()};
+    s = bk_kbf_create(&inv.small[d], &kc);
+    for (uint32_t v = 0; s == BK_OK && v < N_VALUES; v++) {
+      char name[16];
+      uint32_t index;
+      int len = snprintf(name, sizeof name, "value-%u", v);
+      s = bk_kbf_intern(inv.small[d], name, (size_t)len, &index);
+    }
+    if (s == BK_OK) s = bk_fx_fill(kbf_add, inv.small[d], 0, INV_SMALL_KEYS);
+  }
+  if (s != BK_OK) {
+    bk_bench_skip(st, bk_strerror(s));
+    return false;
+  }
+  inv.built = true;
+  return true;
+}
+
+static void inv_bench(bk_bench_state *st, void *p) {
+  const inv_op which = *(const inv_op *)p;
+  if (!inv_build(st)) return;
+  uint64_t n, state = inv.rng[which], sum = 0;
+  if (which >= INV_QUERY_DIRECT) {
+    bk_fx_tally t =
+        bk_fx_lookups(st, kbf_query, inv.small[which == INV_QUERY_BINARY],
+                      &inv.rng[which], INV_SMALL_KEYS, false);
+    bk_fx_report(st, t, "hit_rate", true, "a bk_kbf call failed");
+    return;
+  }
+  const bool greedy = which <= INV_REGRESSION_GREEDY;
+  const uint64_t *table = greedy ? inv.greedy : inv.cubes;
+  const uint32_t size = greedy ? INV_N_GREEDY : INV_N_CUBES;
+  const bk_kbf_regression *r = greedy ? &inv.rg : &inv.rc;
+  const bool regression =
+      which == INV_REGRESSION_GREEDY || which == INV_REGRESSION_CUBES;
+  while ((n = bk_bench_batch(st)) != 0)
+    for (uint64_t i = 0; i < n; i++) {
+      const uint64_t e = table[bk_reduce(bk_fx_next(&state), size)];
+      sum += (uint64_t)(regression ? bk_kbf_regression_find(r, e)
+                                   : bk_kbf_binary_find(table, size, e));
+    }
+  inv.rng[which] = state;
+  bk_bench_sink_u64(sum);
+  bk_bench_counter(st, "window", (double)(2 * r->max_error + 1));
+}
+
+static void register_inverse(void) {
+  for (int o = 0; o < INV_COUNT; o++) {
+    inv.rng[o] = bk_fx_stream((uint64_t)o | 0x4BF10000u);
+    inv_args[o] = (inv_op)o;
+    bk_bench_opts opts = {.group = "kbf inverse",
+                          .baseline = o == INV_BINARY_GREEDY,
+                          .min_time = MIN_TIME};
+    bk_bench_register(inv_names[o], inv_bench, &inv_args[o], &opts);
+  }
+  bk_bench_info_ratio("kbf inverse: regression / binary search (greedy)",
+                      inv_names[INV_REGRESSION_GREEDY],
+                      inv_names[INV_BINARY_GREEDY]);
+  bk_bench_info_ratio("kbf inverse: regression / binary search (cubes)",
+                      inv_names[INV_REGRESSION_CUBES],
+                      inv_names[INV_BINARY_CUBES]);
+  bk_bench_info_ratio("kbf inverse: query, binary / direct (default)",
+                      inv_names[INV_QUERY_BINARY], inv_names[INV_QUERY_DIRECT]);
+}
+
 void bk_bench_register_kbf(void) {
+  register_inverse();
   kbf_case *c = &the_case;
   c->n_keys = bk_bench_quick() ? N_KEYS / 10 : N_KEYS;
   if (bk_params_for_target(c->n_keys, FPP, &c->m, &c->k) != BK_OK) return;
@@ -235,6 +349,9 @@ void bk_bench_register_kbf(void) {
 void bk_bench_release_kbf(void) {
   bk_bloom_destroy(the_case.bloom);
   bk_kbf_destroy(the_case.kbf);
+  bk_kbf_destroy(inv.small[0]);
+  bk_kbf_destroy(inv.small[1]);
+  inv.small[0] = inv.small[1] = NULL;
   the_case.bloom = NULL;
   the_case.kbf = NULL;
 }
