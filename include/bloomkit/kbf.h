@@ -360,7 +360,7 @@ BK_API double bk_kbf_pn(double rho);
  * P_n^k + k P_n^(k-1) P(c = 2), which uses a random cell's load; false
  * gives the load of a stored key's own cell (1 + Poisson(rho ln 2)):
  * q3^k + k q2 q3^(k-1), q2 = L e^-L, q3 = 1 - (1 + L) e^-L, L = rho ln 2
- * (docs/design.md, 5.10). Distinct co-resident values are assumed.
+ * (docs/design.md, 5.9). Distinct co-resident values are assumed.
  */
 BK_API double bk_kbf_decode_failure(double rho, unsigned k, bool paper);
 
