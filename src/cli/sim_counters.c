@@ -1226,12 +1226,7 @@ static int sim_counters(int argc, char **argv) {
     }
   }
   if (o.plot_dir) {
-    if (!bk_plot_available()) {
-      fprintf(stderr, PROG ": --plot needs gnuplot (Debian: gnuplot-nox; "
-                      "scripts/bootstrap.sh installs it)\n");
-      return 1;
-    }
-    if (bk_plot_make_dir(PROG, o.plot_dir, stderr)) return 1;
+    if (bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
   }
   filter_shape fs;
   if ((status = check_options(&o)) || (status = shape_filters(&o, &fs)) ||
