@@ -513,6 +513,134 @@ static void test_merge_fill_cardinality(void **state) {
   bk_bloom_destroy(c);
 }
 
+/* ---- single writer --------------------------------------------------------- */
+
+/* Both modes build the same bits and answer add_if_absent alike, in every
+ * layout. */
+static void test_single_writer_same_bits(void **state) {
+  (void)state;
+  for (int layout = 0; layout < 3; layout++) {
+    bk_bloom_config cfg = {.m_bits = 1 << 16,
+                           .k = layout == 2 ? 8 : 5,
+                           .layout = (bk_bloom_layout)layout};
+    bk_bloom *conc = make(&cfg);
+    cfg.single_writer = true;
+    bk_bloom *sw = make(&cfg);
+    for (uint64_t i = 0; i < 8000; i++) {
+      unsigned char key[8];
+      key_of(i % 6000, key); /* the last 2000 repeat */
+      bool a1, a2;
+      assert_bk_ok(bk_bloom_add_if_absent(conc, key, 8, &a1));
+      assert_bk_ok(bk_bloom_add_if_absent(sw, key, 8, &a2));
+      assert_int_equal(a1, a2);
+      if (i >= 6000) assert_false(a2);
+    }
+    const void *ptrs[64];
+    size_t lens[64];
+    unsigned char keys[64][8];
+    for (int i = 0; i < 64; i++) {
+      key_of(100000 + (uint64_t)i, keys[i]);
+      ptrs[i] = keys[i];
+      lens[i] = 8;
+    }
+    assert_bk_ok(bk_bloom_add_many(conc, ptrs, lens, 64));
+    assert_bk_ok(bk_bloom_add_many(sw, ptrs, lens, 64));
+    size_t l1, l2;
+    unsigned char *b1 = serialize_alloc(conc, &l1);
+    unsigned char *b2 = serialize_alloc(sw, &l2);
+    assert_int_equal(l1, l2);
+    assert_memory_equal(b1, b2, l1);
+    free(b1);
+    free(b2);
+    /* The switch works both ways on a live filter. */
+    assert_bk_ok(bk_bloom_set_single_writer(conc, true));
+    assert_bk_ok(bk_bloom_set_single_writer(sw, false));
+    assert_bk_status(bk_bloom_set_single_writer(NULL, true), BK_EINVAL);
+    bk_bloom_destroy(conc);
+    bk_bloom_destroy(sw);
+  }
+}
+
+/* One writer adds keys 0, 1, 2, ... and publishes how many it has added
+ * (release); two readers pick published keys at random and must find every
+ * one (acquire), while also probing absent keys. Run under TSan by
+ * scripts/sanitize.sh: the writer's plain stores and the readers' loads must
+ * be race-free in C11's terms. Every layout, AVX2 and portable. */
+typedef struct sw_shared {
+  bk_bloom *b;
+  uint64_t n;
+  _Atomic uint64_t published;
+  _Atomic int missing;
+  uint64_t seed;
+} sw_shared;
+
+static void *sw_writer(void *arg) {
+  sw_shared *sh = arg;
+  for (uint64_t i = 0; i < sh->n; i++) {
+    unsigned char key[8];
+    key_of(sh->seed + i, key);
+    if (i % 3 == 0) {
+      bool added;
+      if (bk_bloom_add_if_absent(sh->b, key, 8, &added) != BK_OK) break;
+    } else if (bk_bloom_add(sh->b, key, 8) != BK_OK) {
+      break;
+    }
+    atomic_store_explicit(&sh->published, i + 1, memory_order_release);
+  }
+  return NULL;
+}
+
+static void *sw_reader(void *arg) {
+  sw_shared *sh = arg;
+  uint64_t rng = sh->seed ^ (uint64_t)(uintptr_t)&rng;
+  while (1) {
+    uint64_t p = atomic_load_explicit(&sh->published, memory_order_acquire);
+    if (p == 0) continue;
+    unsigned char key[8];
+    bool r = false;
+    key_of(sh->seed + bk_test_next(&rng) % p, key);
+    if (bk_bloom_contains(sh->b, key, 8, &r) != BK_OK || !r)
+      atomic_fetch_add(&sh->missing, 1);
+    key_of(sh->seed + sh->n + bk_test_next(&rng) % 1000000, key);
+    (void)bk_bloom_contains(sh->b, key, 8, &r);
+    if (p == sh->n) break;
+  }
+  return NULL;
+}
+
+static void test_single_writer_concurrent_readers(void **state) {
+  (void)state;
+  const uint64_t n = BK_TEST_SLOW_BUILD ? 20000 : 200000;
+  for (int run = 0; run < 4; run++) {
+    int layout = run < 3 ? run : 2;
+    bk_bloom_config cfg = {.m_bits = n * 10,
+                           .k = layout == 2 ? 8 : 7,
+                           .layout = (bk_bloom_layout)layout,
+                           .single_writer = true};
+    sw_shared sh = {.b = make(&cfg), .n = n, .seed = test_seed(10 + run)};
+    if (layout == 2) bk__bloom_use_simd(sh.b, run == 2);
+    atomic_init(&sh.published, 0);
+    atomic_init(&sh.missing, 0);
+    pthread_t w, r1, r2;
+    assert_int_equal(pthread_create(&r1, NULL, sw_reader, &sh), 0);
+    assert_int_equal(pthread_create(&r2, NULL, sw_reader, &sh), 0);
+    assert_int_equal(pthread_create(&w, NULL, sw_writer, &sh), 0);
+    pthread_join(w, NULL);
+    pthread_join(r1, NULL);
+    pthread_join(r2, NULL);
+    assert_int_equal(atomic_load(&sh.published), n);
+    assert_int_equal(atomic_load(&sh.missing), 0);
+    for (uint64_t i = 0; i < n; i++) {
+      unsigned char key[8];
+      bool r;
+      key_of(sh.seed + i, key);
+      assert_bk_ok(bk_bloom_contains(sh.b, key, 8, &r));
+      assert_true(r);
+    }
+    bk_bloom_destroy(sh.b);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reference_bits),
@@ -523,6 +651,8 @@ int main(void) {
       cmocka_unit_test(test_serialized),
       cmocka_unit_test(test_golden),
       cmocka_unit_test(test_merge_fill_cardinality),
+      cmocka_unit_test(test_single_writer_same_bits),
+      cmocka_unit_test(test_single_writer_concurrent_readers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,12 +21,24 @@
  *                      (bk_bloom_parquet_import/export). Rate:
  *                      bk_params_fpp_split_block.
  *
- * Thread safety: bk_bloom_add, bk_bloom_add_if_absent and bk_bloom_contains
- * (and their _hash forms) may run concurrently from any number of threads on
- * one filter. add_if_absent is linearizable: of several threads adding the
- * same new key at once, exactly one is told it was new. merge, intersect,
- * clear and deserialize need exclusive access to their destination; the
- * other queries are safe alongside adds (they see each add or not).
+ * Thread safety, the same in every layout: bk_bloom_add,
+ * bk_bloom_add_if_absent, bk_bloom_add_many and bk_bloom_contains (and their
+ * _hash and batch forms) may run concurrently from any number of threads on
+ * one filter. Each word an add changes is set with one atomic OR (skipped
+ * when the word already holds the add's bits: standard, one word per bit;
+ * blocked, at most 8 words of one 64-byte line; split-block, at most 4
+ * 64-bit words of one 32-byte block); add_if_absent is linearizable: of
+ * several threads adding the same new key at once, exactly one is told it
+ * was new. With `single_writer` set, at most one thread at a time may add
+ * (add, add_hash, add_many, add_if_absent), while any number of threads
+ * still read beside it: each word is then updated by a plain atomic load
+ * and store, with no locked instruction and no key lock, and a reader sees
+ * the word before or after, never torn (standard: the k words; blocked: the
+ * 8 words of the line; split-block: the 4 words of the block).
+ * add_if_absent then tells the one writer exactly whether the key was new.
+ * merge, intersect, clear, set_single_writer and deserialize need exclusive
+ * access to their destination; the other queries are safe alongside adds
+ * (they see each add or not).
  */
 #ifndef BLOOMKIT_BLOOM_H
 #define BLOOMKIT_BLOOM_H
@@ -65,6 +77,7 @@ typedef struct bk_bloom_config {
   bk_bloom_layout layout; /**< BK_BLOOM_STANDARD (default), BLOCKED, SPLIT_BLOCK */
   bk_hash_alg hash_alg;   /**< BK_HASH_XXH3 by default; XXH64 allowed */
   uint64_t seed;          /**< hash seed (32 bits for Murmur3) */
+  bool single_writer;     /**< one adding thread at a time (see above) */
   const bk_allocator *allocator; /**< NULL: libc */
 } bk_bloom_config;
 
@@ -177,6 +190,13 @@ BK_API bk_status bk_bloom_fill_fpp(const bk_bloom *b, double *out);
 
 /** Describe the filter. Errors: BK_EINVAL. */
 BK_API bk_status bk_bloom_info_get(const bk_bloom *b, bk_bloom_info *out);
+
+/**
+ * Switch between concurrent adds (false: the default, and what a loaded
+ * filter starts with) and single_writer (true; see the file comment). Needs
+ * exclusive access. Errors: BK_EINVAL.
+ */
+BK_API bk_status bk_bloom_set_single_writer(bk_bloom *b, bool single_writer);
 
 /** Remove every key. Errors: BK_EINVAL. Cost: O(m / 8). */
 BK_API bk_status bk_bloom_clear(bk_bloom *b);

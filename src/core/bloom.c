@@ -32,6 +32,10 @@
  * portable one and an AVX2 one (one vpmulld, a shift and a vpsllvd for all
  * eight masks), chosen at create by cpuid; tests compare them bit for bit.
  *
+ * With single_writer one thread adds at a time: a word is a relaxed load
+ * and a relaxed store, no locked instruction and no key lock (see the
+ * single-writer section below).
+ *
  * add_if_absent serialises callers on one of 64 cache-line-padded spin locks
  * picked by the key's digest: two threads adding the same key take the same
  * lock, so exactly one of them sees the key absent. Plain adds need no lock:
@@ -59,6 +63,7 @@ struct bk_bloom {
   unsigned k;
   bk_bloom_layout layout;
   bool simd; /* split-block: the AVX2 path (the CPU has it) */
+  bool single_writer; /* adds from one thread at a time: plain RMW */
   bk_hash_alg hash_alg; /* never BK_HASH_DEFAULT */
   uint64_t seed;
   uint64_t capacity;
@@ -297,6 +302,52 @@ static inline bool split_add(bk_bloom *b, bk_hash h) {
   return split_set(split_block_of(b, h.lo), mask);
 }
 
+/* ---- single-writer adds ----------------------------------------------------
+ * One thread adds at a time, any number read: a word is updated by a relaxed
+ * atomic load and a relaxed atomic store of (old | mask), which compile to
+ * plain movs (no locked instruction) and cannot tear, so a reader sees the
+ * word before or after. The writer never loses its own bits (it is the only
+ * one storing), and stores every touched word unconditionally: no branch on
+ * the data, and an unchanged word costs a store to a line already owned. */
+static inline uint64_t sw_or(uint64_t *w, uint64_t mask) {
+  uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
+  __atomic_store_n(w, cur | mask, __ATOMIC_RELAXED);
+  return mask & ~cur; /* the bits that were clear */
+}
+
+static inline bool standard_add_sw(bk_bloom *b, bk_hash h) {
+  uint64_t idx[BK_K_MAX];
+  uint64_t a = h.lo, s = mix64(h.hi);
+  uint64_t *words = b->words;
+  const unsigned k = b->k;
+  for (unsigned i = 0; i < k; i++) {
+    idx[i] = bk_reduce(a, b->m_bits);
+    __builtin_prefetch(&words[idx[i] >> 6], 1);
+    a += s;
+    s += i + 1;
+  }
+  uint64_t fresh = 0;
+  for (unsigned i = 0; i < k; i++)
+    fresh |= sw_or(&words[idx[i] >> 6], (uint64_t)1 << (idx[i] & 63));
+  return fresh != 0;
+}
+
+static inline bool blocked_add_sw(bk_bloom *b, bk_hash h) {
+  uint64_t *blk = block_of(b, h);
+  uint64_t mask[8] = {0}, fresh = 0;
+  BLOCK_POSITIONS(h, b->k, { mask[pos >> 6] |= (uint64_t)1 << (pos & 63); });
+  for (unsigned w = 0; w < 8; w++) fresh |= sw_or(&blk[w], mask[w]);
+  return fresh != 0;
+}
+
+static inline bool split_add_sw(bk_bloom *b, bk_hash h) {
+  uint64_t mask[SPLIT_WORDS64], fresh = 0;
+  split_key_masks(b, (uint32_t)h.lo, mask);
+  uint64_t *blk = split_block_of(b, h.lo);
+  for (unsigned j = 0; j < SPLIT_WORDS64; j++) fresh |= sw_or(&blk[j], mask[j]);
+  return fresh != 0;
+}
+
 static inline bool probe_contains(const bk_bloom *b, bk_hash h) {
   switch (b->layout) {
     case BK_BLOOM_SPLIT_BLOCK:
@@ -310,6 +361,16 @@ static inline bool probe_contains(const bk_bloom *b, bk_hash h) {
 
 /* Sets the key's bits; true when one was clear. */
 static inline bool probe_add(bk_bloom *b, bk_hash h) {
+  if (b->single_writer) {
+    switch (b->layout) {
+      case BK_BLOOM_SPLIT_BLOCK:
+        return split_add_sw(b, h);
+      case BK_BLOOM_BLOCKED:
+        return blocked_add_sw(b, h);
+      default:
+        return standard_add_sw(b, h);
+    }
+  }
   switch (b->layout) {
     case BK_BLOOM_SPLIT_BLOCK:
       return split_add(b, h);
@@ -426,8 +487,16 @@ bk_status bk_bloom_create(bk_bloom **out, const bk_bloom_config *cfg) {
   BK_TRY(resolve_size(cfg, &m, &k));
   bk__alloc al;
   BK_TRY(bk__alloc_init(&al, cfg->allocator));
-  return bloom_new(out, &al, m, k, cfg->layout, cfg->hash_alg, cfg->seed,
-                   cfg->capacity);
+  BK_TRY(bloom_new(out, &al, m, k, cfg->layout, cfg->hash_alg, cfg->seed,
+                   cfg->capacity));
+  (*out)->single_writer = cfg->single_writer;
+  return BK_OK;
+}
+
+bk_status bk_bloom_set_single_writer(bk_bloom *b, bool single_writer) {
+  BK_RETURN_IF(!b, BK_EINVAL);
+  b->single_writer = single_writer;
+  return BK_OK;
 }
 
 void bk_bloom_destroy(bk_bloom *b) {
@@ -495,6 +564,11 @@ bk_status bk_bloom_contains_hash(const bk_bloom *b, bk_hash h, bool *out) {
 
 bk_status bk_bloom_add_if_absent_hash(bk_bloom *b, bk_hash h, bool *added) {
   BK_RETURN_IF(!b || !added, BK_EINVAL);
+  if (b->single_writer) {
+    /* The only adding thread: "some bit was clear" is exact without a lock. */
+    *added = probe_add(b, h);
+    return BK_OK;
+  }
   /* No lock-free "already present" pre-check: measured, the extra dependent
    * read before the locked writes costs ~1.5x add on filters larger than
    * the cache, while the lock itself (an L1-resident line) costs ~nothing. */
