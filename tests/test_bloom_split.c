@@ -513,6 +513,159 @@ static void test_merge_fill_cardinality(void **state) {
   bk_bloom_destroy(c);
 }
 
+/* ---- Parquet ----------------------------------------------------------------
+ * tests/data/parquet_sbbf.bin and .txt were written by
+ * tests/parquet/make_fixture.js with @dsnp/parquetjs, an implementation of
+ * the specification independent of bloomkit: the bitset of 1500 INT64 and
+ * string values hashed as Parquet does (XXH64 of the plain encoding), and
+ * parquetjs's answer for each added value and 9999 absent probes. */
+static int hexval(char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static void test_parquet_fixture(void **state) {
+  (void)state;
+  char *bin_path = data_path("parquet_sbbf.bin");
+  char *txt_path = data_path("parquet_sbbf.txt");
+  size_t len;
+  unsigned char *bitset = read_all(bin_path, &len);
+  assert_int_equal(len, 2048);
+  bk_bloom *b = NULL;
+  assert_bk_ok(bk_bloom_parquet_import(bitset, len, NULL, &b));
+  bk_bloom_info info;
+  assert_bk_ok(bk_bloom_info_get(b, &info));
+  assert_int_equal(info.layout, BK_BLOOM_SPLIT_BLOCK);
+  assert_int_equal(info.hash_alg, BK_HASH_XXH64);
+  assert_int_equal(info.seed, 0);
+  assert_int_equal(info.m_bits, 2048 * 8);
+  assert_int_equal(info.k, 8);
+  /* Built from the same values by bloomkit: the same bytes. */
+  bk_bloom_config cfg = {.m_bits = 2048 * 8,
+                         .layout = BK_BLOOM_SPLIT_BLOCK,
+                         .hash_alg = BK_HASH_XXH64};
+  bk_bloom *mine = make(&cfg);
+  FILE *f = fopen(txt_path, "r");
+  assert_non_null(f);
+  char line[512];
+  unsigned added = 0, probes = 0, positives = 0, disagree = 0, lost = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#') continue;
+    char op[8], kind[8], hex[400];
+    int answer;
+    assert_int_equal(sscanf(line, "%7s %7s %399s %d", op, kind, hex, &answer),
+                     4);
+    unsigned char value[200];
+    size_t n = strlen(hex) / 2;
+    assert_true(n <= sizeof value && strlen(hex) % 2 == 0);
+    for (size_t i = 0; i < n; i++)
+      value[i] = (unsigned char)(hexval(hex[2 * i]) * 16 + hexval(hex[2 * i + 1]));
+    if (strcmp(kind, "int") == 0) assert_int_equal(n, 8);
+    bool found;
+    assert_bk_ok(bk_bloom_contains(b, value, n, &found));
+    if (strcmp(op, "add") == 0) {
+      added++;
+      lost += !found;
+      assert_bk_ok(bk_bloom_add(mine, value, n));
+    } else {
+      probes++;
+      positives += found;
+      disagree += found != (answer == 1);
+    }
+  }
+  fclose(f);
+  print_message("parquet fixture: %u added (%u lost), %u probes, %u positive, "
+                "%u answers differ from parquetjs\n",
+                added, lost, probes, positives, disagree);
+  assert_int_equal(added, 1500);
+  assert_int_equal(lost, 0);
+  assert_true(probes > 9000);
+  assert_true(positives > 0); /* the comparison reached set bits */
+  assert_int_equal(disagree, 0);
+  /* Export: the imported filter gives back the input bytes, and the filter
+   * bloomkit built from the values is that bitset too. */
+  unsigned char out[2048];
+  size_t written = 0;
+  assert_bk_ok(bk_bloom_parquet_export(b, out, sizeof out, &written));
+  assert_int_equal(written, 2048);
+  assert_memory_equal(out, bitset, 2048);
+  assert_bk_ok(bk_bloom_parquet_export(mine, out, sizeof out, &written));
+  assert_memory_equal(out, bitset, 2048);
+  bk_bloom_destroy(mine);
+  bk_bloom_destroy(b);
+  free(bitset);
+  free(bin_path);
+  free(txt_path);
+}
+
+static void test_parquet_arguments(void **state) {
+  (void)state;
+  static unsigned char buf[4096];
+  bk_bloom *b = (bk_bloom *)(void *)buf;
+  /* Lengths: powers of two from 32 bytes to 128 MiB only (the buffer is
+   * not read before the length is checked). */
+  const size_t bad[] = {0, 1, 16, 31, 33, 48, 96, 1000, 4095,
+                        (size_t)BK_PARQUET_BITSET_MAX * 2,
+                        (size_t)BK_PARQUET_BITSET_MAX + 32, SIZE_MAX};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_bk_status(bk_bloom_parquet_import(buf, bad[i], NULL, &b),
+                     BK_ECORRUPT);
+    assert_ptr_equal(b, (bk_bloom *)(void *)buf);
+  }
+  assert_bk_status(bk_bloom_parquet_import(NULL, 32, NULL, &b), BK_EINVAL);
+  assert_bk_status(bk_bloom_parquet_import(buf, 32, NULL, NULL), BK_EINVAL);
+  for (size_t len = 32; len <= sizeof buf; len *= 2) {
+    for (size_t i = 0; i < len; i++) buf[i] = (unsigned char)(i * 37 + len);
+    bk_bloom *imp = NULL;
+    assert_bk_ok(bk_bloom_parquet_import(buf, len, NULL, &imp));
+    unsigned char out[4096];
+    size_t written;
+    assert_bk_status(bk_bloom_parquet_export(imp, out, len - 1, &written),
+                     BK_EINVAL);
+    assert_bk_ok(bk_bloom_parquet_export(imp, out, sizeof out, &written));
+    assert_int_equal(written, len);
+    assert_memory_equal(out, buf, len);
+    bk_bloom_destroy(imp);
+  }
+  /* Allocation failures: BK_ENOMEM, nothing leaked, until it succeeds. */
+  for (size_t fail_at = 1;; fail_at++) {
+    bk_test_alloc st;
+    bk_allocator al = bk_test_allocator(&st, fail_at);
+    bk_bloom *imp = NULL;
+    bk_status s = bk_bloom_parquet_import(buf, 1024, &al, &imp);
+    if (s == BK_OK) {
+      bk_bloom_destroy(imp);
+      assert_int_equal(st.live, 0);
+      break;
+    }
+    assert_int_equal(s, BK_ENOMEM);
+    assert_null(imp);
+    assert_int_equal(st.live, 0);
+    assert_true(fail_at < 100);
+  }
+  /* Export needs Parquet's layout, hash, seed and a power-of-two size. */
+  unsigned char out[4096];
+  size_t written;
+  struct {
+    bk_bloom_config cfg;
+    const char *what;
+  } refuse[] = {
+      {{.m_bits = 1024, .layout = BK_BLOOM_SPLIT_BLOCK}, "XXH3"},
+      {{.m_bits = 1024, .layout = BK_BLOOM_SPLIT_BLOCK,
+        .hash_alg = BK_HASH_XXH64, .seed = 1}, "seed 1"},
+      {{.m_bits = 768, .layout = BK_BLOOM_SPLIT_BLOCK,
+        .hash_alg = BK_HASH_XXH64}, "3 blocks"},
+      {{.m_bits = 1024, .k = 8, .layout = BK_BLOOM_BLOCKED,
+        .hash_alg = BK_HASH_XXH64}, "blocked"},
+  };
+  for (size_t i = 0; i < sizeof refuse / sizeof refuse[0]; i++) {
+    bk_bloom *x = make(&refuse[i].cfg);
+    if (bk_bloom_parquet_export(x, out, sizeof out, &written) != BK_EMISMATCH)
+      fail_msg("export of a %s filter was not refused", refuse[i].what);
+    bk_bloom_destroy(x);
+  }
+  assert_bk_status(bk_bloom_parquet_export(NULL, out, 32, &written), BK_EINVAL);
+}
+
 /* ---- single writer --------------------------------------------------------- */
 
 /* Both modes build the same bits and answer add_if_absent alike, in every
@@ -651,6 +804,8 @@ int main(void) {
       cmocka_unit_test(test_serialized),
       cmocka_unit_test(test_golden),
       cmocka_unit_test(test_merge_fill_cardinality),
+      cmocka_unit_test(test_parquet_fixture),
+      cmocka_unit_test(test_parquet_arguments),
       cmocka_unit_test(test_single_writer_same_bits),
       cmocka_unit_test(test_single_writer_concurrent_readers),
   };

@@ -222,6 +222,39 @@ BK_API bk_status bk_bloom_deserialize(const void *buf, size_t len,
                                       const bk_allocator *allocator,
                                       bk_bloom **out);
 
+/** Smallest and largest Parquet bloom filter bitset, in bytes (the
+ * specification's limits: 32 bytes, one block, to 128 MiB). */
+#define BK_PARQUET_BITSET_MIN 32u
+#define BK_PARQUET_BITSET_MAX (128u * 1024u * 1024u)
+
+/**
+ * Make a filter from the raw bitset of an Apache Parquet column chunk's
+ * bloom filter (the `numBytes` bytes after its BloomFilterHeader, which the
+ * caller has read and checked: algorithm BLOCK, hash XXHASH, compression
+ * UNCOMPRESSED). The result is a BK_BLOOM_SPLIT_BLOCK filter with
+ * BK_HASH_XXH64 seed 0 and m = 8 len bits, answering exactly as the Parquet
+ * reader would: hash a value as Parquet does (XXH64 of its plain encoding:
+ * an INT64 as 8 little-endian bytes, a string as its bytes without length)
+ * with bk_bloom_contains. Any bit pattern is accepted. Errors: BK_EINVAL
+ * (NULL argument), BK_ECORRUPT (len not a power of two between
+ * BK_PARQUET_BITSET_MIN and BK_PARQUET_BITSET_MAX), BK_ENOMEM. The caller
+ * owns *out. Cost: O(len).
+ */
+BK_API bk_status bk_bloom_parquet_import(const void *bitset, size_t len,
+                                         const bk_allocator *allocator,
+                                         bk_bloom **out);
+
+/**
+ * Write the filter as a Parquet bloom filter bitset (m / 8 bytes, the
+ * inverse of bk_bloom_parquet_import: an imported filter exports
+ * byte-identical). The filter must be split-block with BK_HASH_XXH64 seed 0
+ * and m / 8 a power of two in the Parquet limits (create it with such an
+ * m_bits), else BK_EMISMATCH. Errors: BK_EINVAL (NULL argument, cap below
+ * m / 8: nothing is written), BK_EMISMATCH.
+ */
+BK_API bk_status bk_bloom_parquet_export(const bk_bloom *b, void *buf,
+                                         size_t cap, size_t *written);
+
 #ifdef __cplusplus
 }
 #endif

@@ -846,3 +846,41 @@ bk_status bk_bloom_deserialize(const void *buf, size_t len,
   *out = b;
   return BK_OK;
 }
+
+/* ---- Parquet bitsets -------------------------------------------------------
+ * A Parquet split block Bloom filter's bitset is z blocks of eight
+ * little-endian u32 words, z a power of two; the bk_bloom payload of a
+ * split-block filter is the same bytes (see the top of this file). */
+static bool parquet_len_ok(uint64_t len) {
+  return len >= BK_PARQUET_BITSET_MIN && len <= BK_PARQUET_BITSET_MAX &&
+         (len & (len - 1)) == 0;
+}
+
+bk_status bk_bloom_parquet_import(const void *bitset, size_t len,
+                                  const bk_allocator *allocator,
+                                  bk_bloom **out) {
+  BK_RETURN_IF(!bitset || !out, BK_EINVAL);
+  BK_RETURN_IF(!parquet_len_ok(len), BK_ECORRUPT);
+  bk__alloc al;
+  BK_TRY(bk__alloc_init(&al, allocator));
+  bk_bloom *b;
+  BK_TRY(bloom_new(&b, &al, (uint64_t)len * 8, 8, BK_BLOOM_SPLIT_BLOCK,
+                   BK_HASH_XXH64, 0, 0));
+  bk__words_load(b->words, bitset, len / 8);
+  *out = b;
+  return BK_OK;
+}
+
+bk_status bk_bloom_parquet_export(const bk_bloom *b, void *buf, size_t cap,
+                                  size_t *written) {
+  BK_RETURN_IF(!b || !buf || !written, BK_EINVAL);
+  BK_RETURN_IF(b->layout != BK_BLOOM_SPLIT_BLOCK ||
+                   b->hash_alg != BK_HASH_XXH64 || b->seed != 0 ||
+                   !parquet_len_ok(b->m_bits / 8),
+               BK_EMISMATCH);
+  size_t len = (size_t)(b->m_bits / 8);
+  BK_RETURN_IF(cap < len, BK_EINVAL);
+  bk__words_store(buf, b->words, b->bits.n_words);
+  *written = len;
+  return BK_OK;
+}
