@@ -112,19 +112,28 @@ static inline bool blocked_contains(const bk_bloom *b, bk_hash h) {
   return blocked_test(block_of(b, h), h, b->k);
 }
 
+/* The concurrent adds below share one shape: load every word the key
+ * touches (relaxed, one cache line or block), collect without a branch the
+ * set of words that lack some of the key's bits, then one atomic OR per
+ * such word, walking that set by its lowest bit. So a word whose bits are
+ * all there costs no locked instruction, a word costs at most one whatever
+ * its number of bits, and no branch depends on a single bit (only the
+ * walk's exit, once per add). */
 /* Sets the key's bits; returns true when at least one was clear. */
 static inline bool blocked_add(bk_bloom *b, bk_hash h) {
   uint64_t *blk = block_of(b, h);
   uint64_t mask[8] = {0};
   BLOCK_POSITIONS(h, b->k, { mask[pos >> 6] |= (uint64_t)1 << (pos & 63); });
-  bool changed = false;
-  for (unsigned w = 0; w < 8; w++) {
-    if (!mask[w]) continue;
-    uint64_t cur = __atomic_load_n(&blk[w], __ATOMIC_RELAXED);
-    if ((cur & mask[w]) != mask[w]) {
-      __atomic_fetch_or(&blk[w], mask[w], __ATOMIC_RELAXED);
-      changed = true;
-    }
+  unsigned todo = 0;
+  for (unsigned w = 0; w < 8; w++)
+    todo |= (unsigned)((mask[w] & ~__atomic_load_n(&blk[w], __ATOMIC_RELAXED)) !=
+                       0)
+            << w;
+  bool changed = todo != 0;
+  while (todo) {
+    unsigned w = (unsigned)__builtin_ctz(todo);
+    __atomic_fetch_or(&blk[w], mask[w], __ATOMIC_RELAXED);
+    todo &= todo - 1;
   }
   return changed;
 }
@@ -161,7 +170,9 @@ static inline bool standard_contains(const bk_bloom *b, bk_hash h) {
 }
 
 /* Adds compute and prefetch every word first, so the k cache misses overlap
- * instead of queueing behind each locked OR. */
+ * instead of queueing behind each locked OR; then the shape described at
+ * blocked_add, with one bit per probe (two probes in one word may both OR
+ * it: a second OR of a set bit is harmless and rare). */
 static inline bool standard_add(bk_bloom *b, bk_hash h) {
   uint64_t idx[BK_K_MAX];
   uint64_t a = h.lo, s = mix64(h.hi);
@@ -173,14 +184,19 @@ static inline bool standard_add(bk_bloom *b, bk_hash h) {
     a += s;
     s += i + 1;
   }
-  bool changed = false;
-  for (unsigned i = 0; i < k; i++) {
-    uint64_t mask = (uint64_t)1 << (idx[i] & 63);
-    uint64_t *w = &words[idx[i] >> 6];
-    if (!(__atomic_load_n(w, __ATOMIC_RELAXED) & mask)) {
-      __atomic_fetch_or(w, mask, __ATOMIC_RELAXED);
-      changed = true;
-    }
+  uint64_t todo = 0;
+  for (unsigned i = 0; i < k; i++)
+    todo |= (uint64_t)(((__atomic_load_n(&words[idx[i] >> 6], __ATOMIC_RELAXED) >>
+                         (idx[i] & 63)) &
+                        1) ^
+                       1)
+            << i;
+  bool changed = todo != 0;
+  while (todo) {
+    unsigned i = (unsigned)__builtin_ctzll(todo);
+    __atomic_fetch_or(&words[idx[i] >> 6], (uint64_t)1 << (idx[i] & 63),
+                      __ATOMIC_RELAXED);
+    todo &= todo - 1;
   }
   return changed;
 }
@@ -219,15 +235,19 @@ static inline bool split_test_portable(const uint64_t *blk, uint32_t key) {
   return missing == 0;
 }
 
-/* Sets the masks into the block; returns true when a bit was clear. */
+/* Sets the masks into the block (the shape of blocked_add); returns true
+ * when a bit was clear. */
 static inline bool split_set(uint64_t *blk, const uint64_t mask[SPLIT_WORDS64]) {
-  bool changed = false;
-  for (unsigned j = 0; j < SPLIT_WORDS64; j++) {
-    uint64_t cur = __atomic_load_n(&blk[j], __ATOMIC_RELAXED);
-    if ((cur & mask[j]) != mask[j]) {
-      __atomic_fetch_or(&blk[j], mask[j], __ATOMIC_RELAXED);
-      changed = true;
-    }
+  unsigned todo = 0;
+  for (unsigned j = 0; j < SPLIT_WORDS64; j++)
+    todo |= (unsigned)((mask[j] & ~__atomic_load_n(&blk[j], __ATOMIC_RELAXED)) !=
+                       0)
+            << j;
+  bool changed = todo != 0;
+  while (todo) {
+    unsigned j = (unsigned)__builtin_ctz(todo);
+    __atomic_fetch_or(&blk[j], mask[j], __ATOMIC_RELAXED);
+    todo &= todo - 1;
   }
   return changed;
 }
