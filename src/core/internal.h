@@ -179,6 +179,21 @@ BK_API bk_status bk__format_open(const void *buf, size_t len, uint16_t type,
 BK_API bk_status bk__fpp_blocked_cells(uint64_t m, unsigned B, unsigned k,
                                        uint64_t n, double *out);
 
+/* The least m (a multiple of `unit`, from m_start upwards in steps of about
+ * 1/64, at most m_max) whose rate fpp_of(m) meets fpp: how a layout whose
+ * rate has no closed-form inverse (blocked, split-block, bk_cbf's blocked
+ * counters) is sized by (capacity, fpp). BK_EINVAL when m would pass m_max
+ * or fpp is not reached in 1024 steps. */
+typedef bk_status (*bk__fpp_of_m)(uint64_t m, const void *ctx, double *out);
+BK_API bk_status bk__m_search(uint64_t m_start, uint64_t unit, uint64_t m_max,
+                              double fpp, bk__fpp_of_m fpp_of, const void *ctx,
+                              uint64_t *out);
+
+/* Tests: switch a split-block bk_bloom between its AVX2 and portable paths
+ * (src/core/bloom.c); returns whether the AVX2 path is in use. */
+struct bk_bloom;
+BK_API bool bk__bloom_use_simd(struct bk_bloom *b, bool on);
+
 /* True when `n` bytes at p are all zero. */
 static inline bool bk__all_zero(const unsigned char *p, size_t n) {
   for (size_t i = 0; i < n; i++)
