@@ -7,10 +7,11 @@ set -eu
 # debhelper, dpkg-dev, lintian: the Debian package test (tests/package);
 # abigail-tools: the ABI check (scripts/abi-check.sh); gnuplot-nox: the
 # experiment commands' --plot (docs/figures/); libbloom-dev: the peer row
-# of `bloomkit compare`.
+# of `bloomkit compare`; memcached, libmemcached-dev: the kBF's comparison
+# against a real memcached (`bloomkit kbf-experiments --memcached`).
 PKGS="build-essential cmake pkg-config clang libxxhash-dev libmurmurhash-dev \
 libbenchmark-dev libcmocka-dev debhelper dpkg-dev lintian abigail-tools \
-gnuplot-nox libbloom-dev"
+gnuplot-nox libbloom-dev memcached libmemcached-dev"
 
 missing=""
 for p in $PKGS; do

@@ -12,10 +12,14 @@
  * (fbf_experiments.c). */
 int bk_cli_fbf_experiments(int argc, char **argv);
 
-/** `bloomkit sim <simulation>`: argv[1] selects the simulation; only
+/** `bloomkit sim <simulation>`: argv[1] selects the simulation:
  * `counters` (idempotent counters under client retries, thesis Fig. 6.7
- * and 6.9) so far (sim_counters.c). */
+ * and 6.9) or `dkbf` (sim_dkbf.c); the dispatcher is in sim_counters.c. */
 int bk_cli_sim(int argc, char **argv);
+
+/** `bloomkit sim dkbf`: the d-kBF's slab load balancing, kBF paper
+ * Algorithm 8 and Figs. 20-23 (sim_dkbf.c). */
+int bk_cli_sim_dkbf(int argc, char **argv);
 
 /** `bloomkit compare`: every structure on one workload, one table
  * (compare.c). */
