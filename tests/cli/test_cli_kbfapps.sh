@@ -64,6 +64,22 @@ if command -v gnuplot >/dev/null 2>&1; then
   done
 fi
 
+A="kbf-apps acsm"
+expect 2 "--flows: '0' is out of range" $A --flows 0
+expect 2 "--fpp: '0.1,2': item '2' is out of range" $A --fpp 0.1,2
+expect 2 "unknown experiment 'bogus'" kbf-apps bogus
+# A tiny run: one row per p, the sBF's errors never rise as p falls here
+# would be a claim about the data; only the shape is checked.
+CASE="$A --csv"
+"$BK" $A --flows 2000 --fpp 0.1,0.001 --csv >"$TMP/acsm" 2>"$TMP/err" || fail "exit status $?"
+[ "$(grep -c '^0\.[0-9]*,sbf,' "$TMP/acsm")" -eq 2 ] || fail "not 2 sbf rows"
+grep -q "^# .*2000 flows" "$TMP/acsm" || fail "no header line"
+if command -v gnuplot >/dev/null 2>&1; then
+  CASE="$A --plot"
+  "$BK" $A --flows 2000 --fpp 0.1,0.01 --plot "$TMP/aplot" >/dev/null 2>"$TMP/err" || fail "exit status $?"
+  for f in kbf_fig24 kbf_fig25; do [ -s "$TMP/aplot/$f.png" ] || fail "no $f.png"; done
+fi
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"
   exit 1
