@@ -14,6 +14,10 @@ static const bk_cli_subcommand apps[] = {
      "TCP flow state in an sBF and a kBF: errors as p varies (kBF paper "
      "Figs. 24-25)",
      bk_cli_kbf_acsm},
+    {"memcached",
+     "the kBF against a real memcached: time and memory (kBF paper Figs. "
+     "15-16)",
+     bk_cli_kbf_memcached},
 };
 
 int bk_cli_kbf_apps(int argc, char **argv) {
