@@ -28,6 +28,9 @@
 #include "kbfapps/acsm.h"
 #include "kbfapps/sbf.h"
 #include "kbfapps/tcptrace.h"
+#ifdef BK_HAVE_KBF
+#include "bloomkit/kbf.h"
+#endif
 
 #define PROG "bloomkit kbf-experiments --acsm"
 #define DEFAULT_SEED 20140427u
@@ -79,6 +82,96 @@ fail:
   bk__sbf_destroy(f);
   return 1;
 }
+
+#ifdef BK_HAVE_KBF
+/* ---- a kBF as the store: state s is the value {s}, interned first, so
+ * its index is s - 1 ---------------------------------------------------- */
+
+static bk_status kbf_hash_key(bk_kbf *f, const unsigned char key[8],
+                              bk_hash *h) {
+  return bk_kbf_hash(f, key, 8, h);
+}
+
+static bk_status kbf_query(void *ctx, const unsigned char key[8],
+                           bk__acsm_answer *answer, unsigned *state) {
+  bk_hash h;
+  bk_status st = kbf_hash_key(ctx, key, &h);
+  if (st != BK_OK) return st;
+  bk_kbf_result r;
+  uint32_t idx = 0;
+  st = bk_kbf_query_index_hash(ctx, h, &r, &idx);
+  if (st != BK_OK) return st;
+  if (r == BK_KBF_FOUND && idx < BK_TCP_N_STATES) {
+    *answer = BK_ACSM_FOUND;
+    *state = idx + 1;
+  } else {
+    *answer = r == BK_KBF_UNDECODABLE ? BK_ACSM_UNKNOWN : BK_ACSM_ABSENT;
+  }
+  return BK_OK;
+}
+
+static bk_status kbf_insert(void *ctx, const unsigned char key[8],
+                            unsigned state) {
+  bk_hash h;
+  bk_status st = kbf_hash_key(ctx, key, &h);
+  return st != BK_OK ? st : bk_kbf_insert_index_hash(ctx, h, state - 1);
+}
+
+/* Algorithm 5: the kBF queries the old value itself. */
+static bk_status kbf_update(void *ctx, const unsigned char key[8],
+                            unsigned from, unsigned to) {
+  (void)from;
+  bk_hash h;
+  bk_status st = kbf_hash_key(ctx, key, &h);
+  return st != BK_OK ? st : bk_kbf_update_index_hash(ctx, h, to - 1);
+}
+
+/* Algorithm 4 with the value the monitor just read. */
+static bk_status kbf_remove(void *ctx, const unsigned char key[8],
+                            unsigned state) {
+  bk_hash h;
+  bk_status st = kbf_hash_key(ctx, key, &h);
+  return st != BK_OK ? st : bk_kbf_delete_index_hash(ctx, h, state - 1);
+}
+
+static int run_kbf(const options *o, const bk__tcp_trace *t, double p,
+                   uint64_t m, unsigned k, row *out) {
+  bk_kbf *f = NULL;
+  bk_kbf_config cfg = {.m_cells = m, .k = k, .max_values = 7,
+                       .seed = o->seed};
+  TRY_BK(bk_kbf_create(&f, &cfg));
+  for (unsigned s = 1; s <= BK_TCP_N_STATES; s++) {
+    unsigned char v = (unsigned char)s;
+    uint32_t idx;
+    TRY_BK(bk_kbf_intern(f, &v, 1, &idx));
+    if (idx != s - 1) {
+      fprintf(stderr, PROG ": the kBF interned state %u as %u\n", s,
+              (unsigned)idx);
+      goto fail;
+    }
+  }
+  bk__acsm_store store = {.name = "kBF",
+                          .ctx = f,
+                          .query = kbf_query,
+                          .insert = kbf_insert,
+                          .update = kbf_update,
+                          .remove = kbf_remove,
+                          .unknown_delete = NULL};
+  TRY_BK(bk__acsm_run(t, &store, &out->r));
+  bk_kbf_info info;
+  TRY_BK(bk_kbf_info_get(f, &info));
+  out->p = p;
+  out->structure = "kbf";
+  out->m = m;
+  out->k = k;
+  out->memory = info.memory_cells + info.memory_skbf + info.memory_values;
+  bk_kbf_destroy(f);
+  return 0;
+fail:
+  bk_kbf_destroy(f);
+  return 1;
+}
+#endif
 
 static double ratio(uint64_t a, uint64_t b) {
   return b ? (double)a / (double)b : 0.0;
@@ -184,6 +277,12 @@ static int run(const options *o) {
         if (run_sbf(o, &t, o->fpps[i], m, k, &rows[n])) goto fail;
         n++;
       }
+#ifdef BK_HAVE_KBF
+      if (o->structures[s] == S_KBF) {
+        if (run_kbf(o, &t, o->fpps[i], m, k, &rows[n])) goto fail;
+        n++;
+      }
+#endif
     }
   }
   printf("# " PROG ": %llu flows (%llu packets; kinds:", (unsigned long long)t.n_flows,
@@ -270,6 +369,13 @@ int bk_cli_kbf_acsm(int argc, char **argv) {
   };
   int status = bk_cli_parse(&cmd, argc, argv, stdout, stderr);
   if (status != BK_CLI_CONTINUE) return status;
+#ifndef BK_HAVE_KBF
+  for (size_t i = 0; i < o.n_structures; i++)
+    if (o.structures[i] == S_KBF)
+      return bk_cli_usage_error(stderr, PROG,
+                                "--structures kbf: this bloomkit was built "
+                                "without the kBF component");
+#endif
   if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
   status = run(&o);
   if (fflush(stdout) != 0 || ferror(stdout)) {
