@@ -345,7 +345,7 @@ int bk_cli_kbf_acsm(int argc, char **argv) {
       BK_CLI_DOUBLE_LIST("fpp", o.fpps, &o.n_fpps, MAX_FPP, DEFAULT_FPPS,
                          1e-12, 0.5, "LIST", "target false positive rates p"),
       BK_CLI_CHOICE_LIST("structures", o.structures, &o.n_structures,
-                         N_STRUCTURES, "sbf", structure_names, "LIST",
+                         N_STRUCTURES, "sbf,kbf", structure_names, "LIST",
                          "the state stores to run"),
       BK_CLI_DOUBLE("data-mean", &o.data_mean, 4.0, 0.0, 100.0, "D",
                     "mean data packets per established flow"),

@@ -148,6 +148,8 @@ enum {
   BK__TYPE_CBF = 7,
   BK__TYPE_SCBF = 8,
   BK__TYPE_SCBF_FILE = 9, /* bk_scbf's file header (cbf/scbf.c) */
+  /* 10 and 11: the Bloom clock (reserved for its branch) */
+  BK__TYPE_KBF = 12,
 };
 
 /* Writes the 24-byte prefix. */
