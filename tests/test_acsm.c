@@ -206,6 +206,9 @@ static void test_exact_store_no_errors(void **state) {
   assert_int_equal(r.suspicious_fin,
                    t.kinds[BK_TCP_CLOSED] + t.kinds[BK_TCP_HALF_CLOSED]);
   assert_true(r.peak_tracked >= r.tracked_end);
+  uint64_t peak = 0;
+  assert_bk_ok(bk__tcp_trace_peak(&t, &peak));
+  assert_int_equal(peak, r.peak_tracked); /* the exact store's walk */
   free(x.keys);
   free(x.state);
   bk__tcp_trace_free(&t);

@@ -115,6 +115,10 @@ bk__tcp_action bk__tcp_next(unsigned state, unsigned flag, unsigned *next);
 
 const char *bk__tcp_kind_name(bk__tcp_kind kind);
 
+/** The most flows the reference state machine tracks at once over the
+ * trace (what a state store must hold). Errors: BK_EINVAL, BK_ENOMEM. */
+bk_status bk__tcp_trace_peak(const bk__tcp_trace *t, uint64_t *peak);
+
 #ifdef __cplusplus
 }
 #endif
