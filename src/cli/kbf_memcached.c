@@ -54,6 +54,7 @@
 #include "cli/cli.h"
 #include "cli/kbf_apps.h"
 #include "cli/opts.h"
+#include "cli/plot.h"
 
 #ifdef BK_HAVE_LIBMEMCACHED
 #include <libmemcached/memcached.h>
@@ -82,6 +83,7 @@ typedef struct options {
   uint64_t seed;
   const char *memcached;
   bool csv, no_time, no_memory;
+  const char *plot_dir;
 } options;
 
 /* ---- the workload ---------------------------------------------------------- */
@@ -678,6 +680,68 @@ fail:
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
+/* DIR/name.csv for --plot (NULL path: no --plot). */
+static FILE *plot_csv(const options *o, const char *name, char **path) {
+  *path = NULL;
+  if (!o->plot_dir) return NULL;
+  size_t len = strlen(o->plot_dir) + strlen(name) + sizeof "/.csv";
+  *path = malloc(len);
+  if (!*path) return NULL;
+  snprintf(*path, len, "%s/%s.csv", o->plot_dir, name);
+  FILE *f = fopen(*path, "w");
+  if (!f) {
+    fprintf(stderr, PROG ": cannot write %s: %s\n", *path, strerror(errno));
+    free(*path);
+    *path = NULL;
+  }
+  return f;
+}
+
+static int plot_fig15(const options *o, char *path) {
+  bk_plot_figure fig = {
+      .name = "kbf_fig15",
+      .csv = path,
+      .title = "Fig. 15: time to insert and query n pairs, memcached vs kBF",
+      .x = "pairs",
+      .xlabel = "k-v pairs",
+      .ylabel = "seconds",
+      .logx = true,
+      .logy = true,
+      .key = "outside top center horizontal",
+      .n_series = 6,
+      .series = {{"insert_s", "memcached insert, one at a time", false,
+                  "system", "memcached-1by1"},
+                 {"insert_s", "memcached insert, pipelined", false, "system",
+                  "memcached-pipelined"},
+                 {"insert_s", "kBF insert", false, "system", "kbf"},
+                 {"query_s", "memcached query, one at a time", false,
+                  "system", "memcached-1by1"},
+                 {"query_s", "memcached multi-get", false, "system",
+                  "memcached-pipelined"},
+                 {"query_s", "kBF query", false, "system", "kbf"}},
+  };
+  return bk_plot_draw(o->plot_dir, &fig, stderr);
+}
+
+static int plot_fig16(const options *o, char *path) {
+  bk_plot_figure fig = {
+      .name = "kbf_fig16",
+      .csv = path,
+      .title = "Fig. 16: memory for the pairs a full memcached holds",
+      .x = "limit",
+      .xlabel = "memcached -m",
+      .ylabel = "MiB",
+      .histogram = true,
+      .key = "outside top center horizontal",
+      .n_series = 4,
+      .series = {{"server_mib", "memcached stats bytes"},
+                 {"kbf_cells_mib", "kBF main cells"},
+                 {"kbf_skbf_mib", "kBF secondary (s-kBF)"},
+                 {"kbf_values_mib", "kBF value table"}},
+  };
+  return bk_plot_draw(o->plot_dir, &fig, stderr);
+}
+
 static int run(const options *o) {
   workload w = {0};
   if (workload_make(&w, o->seed)) {
@@ -693,7 +757,15 @@ static int run(const options *o) {
                        "libmemcached-dev; scripts/bootstrap.sh installs it)\n");
   goto done;
 #else
+  char *p15 = NULL, *p16 = NULL;
+  FILE *f15 = NULL, *f16 = NULL;
   if (!o->no_time) {
+    if (o->plot_dir) {
+      if (!(f15 = plot_csv(o, "kbf_fig15", &p15))) goto done;
+      fprintf(f15, "# kbf_fig15: seconds per phase, seed %llu\n"
+                   "pairs,system,insert_s,query_s,delete_s,wrong\n",
+              (unsigned long long)o->seed);
+    }
     printf(o->csv ? "pairs,system,insert_s,query_s,delete_s,wrong\n"
                   : "Fig. 15: seconds for n pairs\n%10s %-20s %10s %10s "
                     "%10s %8s\n",
@@ -719,6 +791,10 @@ static int run(const options *o) {
 #endif
       keyset_free(&k);
       if (bad) goto done;
+      for (int r = 0; r < rows && f15; r++)
+        fprintf(f15, "%llu,%s,%.6f,%.6f,%.6f,%llu\n", (unsigned long long)n,
+                names[r], t[r].insert_s, t[r].query_s, t[r].delete_s,
+                (unsigned long long)t[r].wrong);
       for (int r = 0; r < rows; r++)
         printf(o->csv ? "%llu,%s,%.6f,%.6f,%.6f,%llu\n"
                       : "%10llu %-20s %10.4f %10.4f %10.4f %8llu\n",
@@ -736,7 +812,19 @@ static int run(const options *o) {
       fflush(stdout);
     }
   }
+  if (f15) {
+    int bad = fclose(f15) != 0;
+    f15 = NULL;
+    if (bad || plot_fig15(o, p15)) goto done;
+  }
   if (!o->no_memory) {
+    if (o->plot_dir) {
+      if (!(f16 = plot_csv(o, "kbf_fig16", &p16))) goto done;
+      fprintf(f16, "# kbf_fig16: memory (MiB) when memcached is full, kBF "
+                   "fpp %g, seed %llu\nlimit,pairs,server_mib,limit_mib,"
+                   "kbf_cells_mib,kbf_skbf_mib,kbf_values_mib,kbf_total_mib\n",
+              o->fpp, (unsigned long long)o->seed);
+    }
     printf(o->csv ? "limit_mib,pairs_stored,server_bytes,limit_bytes,"
                     "kbf_cells,kbf_skbf,kbf_values,kbf_total,saving_vs_bytes,"
                     "saving_vs_limit\n"
@@ -762,12 +850,30 @@ static int run(const options *o) {
              (unsigned long long)st.bytes,
              (unsigned long long)st.limit_maxbytes, km.cells, km.skbf,
              km.values, total, 100.0 * save_bytes, 100.0 * save_limit);
+      if (f16)
+        fprintf(f16, "%llu MiB,%llu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                (unsigned long long)mib, (unsigned long long)st.curr_items,
+                (double)st.bytes / 1048576.0,
+                (double)st.limit_maxbytes / 1048576.0,
+                (double)km.cells / 1048576.0, (double)km.skbf / 1048576.0,
+                (double)km.values / 1048576.0, (double)total / 1048576.0);
       fflush(stdout);
     }
+  }
+  if (f16) {
+    int bad = fclose(f16) != 0;
+    f16 = NULL;
+    if (bad || plot_fig16(o, p16)) goto done;
   }
   status = 0;
 #endif
 done:
+#ifdef BK_HAVE_LIBMEMCACHED
+  if (f15) fclose(f15);
+  if (f16) fclose(f16);
+  free(p15);
+  free(p16);
+#endif
   free(w.values);
   return status;
 }
@@ -805,6 +911,9 @@ int bk_cli_kbf_memcached(int argc, char **argv) {
                   .section = "what to run"),
       BK_CLI_FLAG("no-memory", &o.no_memory, "skip Fig. 16"),
       BK_CLI_FLAG("csv", &o.csv, "CSV tables", .section = "output"),
+      BK_CLI_STRING("plot", &o.plot_dir, NULL, "a directory", "DIR",
+                    "also write DIR/kbf_fig15 and kbf_fig16 (.csv, .png)",
+                    .default_text = "no pictures"),
   };
   const bk_cli_command cmd = {
       .prog = PROG,
@@ -824,6 +933,7 @@ int bk_cli_kbf_memcached(int argc, char **argv) {
       return bk_cli_usage_error(stderr, PROG,
                                 "--limits: '%g' is not a whole number",
                                 o.limits[i]);
+  if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
   status = run(&o);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     fprintf(stderr, PROG ": error writing standard output\n");

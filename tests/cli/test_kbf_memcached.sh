@@ -32,7 +32,10 @@ servers_gone() {
 }
 
 CASE="kbf-apps memcached (tiny)"
-"$BK" kbf-apps memcached --pairs 500 --limits 16 --csv >"$TMP/out" 2>"$TMP/err"
+PLOT=
+command -v gnuplot >/dev/null 2>&1 && PLOT="--plot $TMP/plot"
+# shellcheck disable=SC2086
+"$BK" kbf-apps memcached --pairs 500 --limits 16 --csv $PLOT >"$TMP/out" 2>"$TMP/err"
 st=$?
 if grep -q "built without libmemcached" "$TMP/err"; then
   echo "built without libmemcached: skipped"
@@ -60,6 +63,9 @@ pairs=$(echo "$row" | cut -d, -f2); bytes=$(echo "$row" | cut -d, -f3)
 [ "$bytes" -le 16777216 ] || fail "server bytes $bytes above the limit"
 kbf_total=$(echo "$row" | cut -d, -f8)
 [ "$kbf_total" -gt 0 ] || fail "no kBF memory"
+if [ -n "$PLOT" ]; then
+  for f in kbf_fig15 kbf_fig16; do [ -s "$TMP/plot/$f.png" ] || fail "no $f.png"; done
+fi
 
 CASE="SIGINT during a run"
 "$BK" kbf-apps memcached --pairs 300000 --no-memory >"$TMP/out" 2>"$TMP/err" &
