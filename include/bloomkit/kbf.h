@@ -96,6 +96,7 @@ typedef struct bk_kbf_info {
   uint64_t capacity;      /**< what it was sized for (0 if by m, k) */
   uint64_t nonzero;       /**< cells with a nonzero counter */
   uint64_t saturated;     /**< cells whose counter stuck at its maximum */
+  uint64_t load[4];       /**< cells with counter 0, 1, 2, and 3 or more */
   double rho;             /**< capacity coefficient n k / (m ln 2), Sec. 4 */
   bk_kbf_decode decode;
   bk_kbf_inverse inverse;

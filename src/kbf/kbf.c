@@ -644,6 +644,7 @@ bk_status bk_kbf_info_get(const bk_kbf *f, bk_kbf_info *out) {
     const uint32_t n = cnt_of(f, cell_get(f, &f->main, i));
     out->nonzero += n != 0;
     out->saturated += n == f->counter_max;
+    out->load[n < 3 ? n : 3]++;
   }
   out->rho = bk_kbf_rho(f->n_keys, f->main.k, f->main.m);
   out->decode = f->decode;

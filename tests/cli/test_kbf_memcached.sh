@@ -71,7 +71,7 @@ CASE="SIGINT during a run"
 "$BK" kbf-apps memcached --pairs 300000 --no-memory >"$TMP/out" 2>"$TMP/err" &
 bk=$!
 i=0
-while ! grep -q '^# memcached pid' "$TMP/err" 2>/dev/null && [ $i -lt 100 ]; do
+while ! grep -q "^# memcached pid" "$TMP/err" 2>/dev/null && [ $i -lt 600 ]; do
   sleep 0.1; i=$((i + 1))
 done
 sleep 0.3
@@ -85,7 +85,7 @@ CASE="SIGTERM during a run"
 "$BK" kbf-apps memcached --pairs 300000 --no-memory >"$TMP/out" 2>"$TMP/err" &
 bk=$!
 i=0
-while ! grep -q '^# memcached pid' "$TMP/err" 2>/dev/null && [ $i -lt 100 ]; do
+while ! grep -q "^# memcached pid" "$TMP/err" 2>/dev/null && [ $i -lt 600 ]; do
   sleep 0.1; i=$((i + 1))
 done
 sleep 0.3
