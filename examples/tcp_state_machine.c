@@ -30,8 +30,8 @@ static void on_packet(bk_kbf *states, const packet *p) {
       bk_kbf_query_index_hash(states, h, &found, &state) != BK_OK)
     return;
   if (found == BK_KBF_UNDECODABLE) {
-    printf("%-24s %-6s state unknown (crowded cells): left alone\n",
-           p->flow, p->flag);
+    printf("%-24s %-6s state unknown (crowded cells): left alone\n", p->flow,
+           p->flag);
     return;
   }
   bool known = found == BK_KBF_FOUND;
@@ -64,21 +64,21 @@ int main(void) {
   bk_kbf *states = NULL;
   if (bk_kbf_create(&states, &cfg) != BK_OK) return 1;
   for (uint32_t s = 0, index; s < N_STATES; s++) /* value s gets index s */
-    if (bk_kbf_intern(states, state_names[s], strlen(state_names[s]),
-                      &index) != BK_OK || index != s)
+    if (bk_kbf_intern(states, state_names[s], strlen(state_names[s]), &index) !=
+            BK_OK ||
+        index != s)
       return 1;
   const packet trace[] = {
-      {"10.0.0.1>10.0.0.9", "SYN"},  {"10.0.0.2>10.0.0.9", "SYN"},
+      {"10.0.0.1>10.0.0.9", "SYN"},    {"10.0.0.2>10.0.0.9", "SYN"},
       {"10.0.0.1>10.0.0.9", "SYNACK"}, {"10.0.0.1>10.0.0.9", "ACK"},
-      {"10.0.0.2>10.0.0.9", "RST"},  {"10.0.0.3>10.0.0.9", "ACK"},
-      {"10.0.0.1>10.0.0.9", "FIN"},  {"10.0.0.1>10.0.0.9", "FIN"},
+      {"10.0.0.2>10.0.0.9", "RST"},    {"10.0.0.3>10.0.0.9", "ACK"},
+      {"10.0.0.1>10.0.0.9", "FIN"},    {"10.0.0.1>10.0.0.9", "FIN"},
   };
   for (size_t i = 0; i < sizeof trace / sizeof trace[0]; i++)
     on_packet(states, &trace[i]);
   bk_kbf_info info;
   if (bk_kbf_info_get(states, &info) == BK_OK)
-    printf("flows tracked at the end: %llu\n",
-           (unsigned long long)info.n_keys);
+    printf("flows tracked at the end: %llu\n", (unsigned long long)info.n_keys);
   bk_kbf_destroy(states);
   return 0;
 }

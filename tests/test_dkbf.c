@@ -82,8 +82,7 @@ static void test_balance_stops_at_c_max(void **state) {
   for (size_t c = 0; c < sizeof c_values / sizeof c_values[0]; c++) {
     size_t n = 0;
     assert_int_equal(
-        bk__dkbf_balance(&t, c_values[c], moves, c_values[c], &n, rho),
-        BK_OK);
+        bk__dkbf_balance(&t, c_values[c], moves, c_values[c], &n, rho), BK_OK);
     size_t want = c_values[c] < 10 ? c_values[c] : 10;
     assert_int_equal(n, want);
     for (size_t j = 0; j < n; j++) {
@@ -155,8 +154,7 @@ static void test_balance_random_properties(void **state) {
     unsigned c_max = 1 + (unsigned)(bk_test_next(&seed) % 32);
     bk__dkbf_table t = {n_slabs, n_servers, load, server};
     size_t n = 0, n2 = 0;
-    assert_int_equal(bk__dkbf_balance(&t, c_max, moves, c_max, &n, rho),
-                     BK_OK);
+    assert_int_equal(bk__dkbf_balance(&t, c_max, moves, c_max, &n, rho), BK_OK);
     assert_true(n <= c_max);
     assert_memory_equal(server, copy, n_slabs * sizeof *server);
     for (size_t j = 0; j < n; j++) assert_true(rho[j + 1] < rho[j]);
@@ -323,7 +321,8 @@ static void test_bad_inputs(void **state) {
   assert_int_equal(s[1], 0);
 }
 
-/* ---- the in-process d-kBF ------------------------------------------------- */
+/* ---- the in-process d-kBF -------------------------------------------------
+ */
 
 static size_t key_text(char *buf, unsigned i) {
   return (size_t)snprintf(buf, 32, "key-%u", i);
@@ -343,8 +342,10 @@ static size_t value_text(char *buf, unsigned i) {
 static void test_store_rebalance_keeps_data(void **state) {
   (void)state;
   bk__dkbf_store *d = NULL;
-  bk__dkbf_store_config cfg = {.n_servers = 4, .slabs_per_server = 5,
-                               .slab_capacity = 2000, .fpp = 0.001,
+  bk__dkbf_store_config cfg = {.n_servers = 4,
+                               .slabs_per_server = 5,
+                               .slab_capacity = 2000,
+                               .fpp = 0.001,
                                .seed = 9};
   assert_bk_ok(bk__dkbf_store_create(&d, &cfg));
   bk__dkbf_table t;
@@ -393,7 +394,8 @@ static void test_store_rebalance_keeps_data(void **state) {
     size_t len;
     assert_bk_ok(bk__dkbf_store_query(d, key, kl, &res, &v, &len));
     if (kept[i])
-      failures += !(res == BK_KBF_FOUND && len == vl && memcmp(v, val, vl) == 0);
+      failures +=
+          !(res == BK_KBF_FOUND && len == vl && memcmp(v, val, vl) == 0);
     else
       ghosts += res == BK_KBF_FOUND; /* false positives of deleted keys */
   }
@@ -428,14 +430,15 @@ static void test_store_bad_inputs(void **state) {
       {.n_servers = 1, .slabs_per_server = 0, .slab_capacity = 10},
       {.n_servers = 1, .slabs_per_server = 1, .slab_capacity = 0},
       {.n_servers = 65536, .slabs_per_server = 65536, .slab_capacity = 10},
-      {.n_servers = 1, .slabs_per_server = 1,
+      {.n_servers = 1,
+       .slabs_per_server = 1,
        .slab_capacity = BK_DKBF_MAX_LOAD + 1},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     assert_int_equal(bk__dkbf_store_create(&d, &bad[i]), BK_EINVAL);
   assert_true(d == (bk__dkbf_store *)&d);
-  bk__dkbf_store_config one = {.n_servers = 1, .slabs_per_server = 1,
-                               .slab_capacity = 3};
+  bk__dkbf_store_config one = {
+      .n_servers = 1, .slabs_per_server = 1, .slab_capacity = 3};
   assert_bk_ok(bk__dkbf_store_create(&d, &one));
   for (int i = 0; i < 3; i++) {
     char k[8] = {(char)('a' + i)};

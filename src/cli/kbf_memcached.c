@@ -86,9 +86,12 @@ typedef struct options {
   const char *plot_dir;
 } options;
 
-/* ---- the workload ---------------------------------------------------------- */
+/* ---- the workload ----------------------------------------------------------
+ */
 
-static uint64_t mix(uint64_t z) { return splitmix_output(z); }
+static uint64_t mix(uint64_t z) {
+  return splitmix_output(z);
+}
 
 /* Uniform in (0, 1) from a 64-bit word. */
 static double unit_open(uint64_t w) {
@@ -97,9 +100,9 @@ static double unit_open(uint64_t w) {
 
 typedef struct workload {
   uint64_t seed;
-  char *values;              /* the 3000 values, back to back */
+  char *values; /* the 3000 values, back to back */
   size_t value_off[N_VALUES + 1];
-  size_t value_bytes;        /* their total size */
+  size_t value_bytes; /* their total size */
 } workload;
 
 static const char alphabet[] =
@@ -214,7 +217,8 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- the memcached server -------------------------------------------------- */
+/* ---- the memcached server --------------------------------------------------
+ */
 
 /* The running server's pid for the signal handler (0: none). */
 static volatile sig_atomic_t server_pid = 0;
@@ -271,7 +275,8 @@ static void server_stop(server *s) {
   bool gone = false;
   for (int i = 0; i < 200 && !gone; i++) { /* 2 s */
     pid_t r = waitpid(s->pid, &status, WNOHANG);
-    if (r == s->pid || (r < 0 && errno == ECHILD)) gone = true;
+    if (r == s->pid || (r < 0 && errno == ECHILD))
+      gone = true;
     else {
       struct timespec d = {0, 10000000};
       nanosleep(&d, NULL);
@@ -296,10 +301,25 @@ static int server_try(const options *o, server *s, uint64_t limit_mib) {
   snprintf(port, sizeof port, "%u", s->port);
   snprintf(mem, sizeof mem, "%llu", (unsigned long long)limit_mib);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  snprintf(threads, sizeof threads, "%ld", cores < 1 ? 1 : cores > 4 ? 4 : cores);
-  const char *argv[] = {o->memcached, "-l", "127.0.0.1", "-p", port, "-U",
-                        "0",          "-M", "-m",        mem,  "-t", threads,
-                        geteuid() == 0 ? "-u" : NULL,   "root", NULL};
+  snprintf(threads, sizeof threads, "%ld",
+           cores < 1   ? 1
+           : cores > 4 ? 4
+                       : cores);
+  const char *argv[] = {o->memcached,
+                        "-l",
+                        "127.0.0.1",
+                        "-p",
+                        port,
+                        "-U",
+                        "0",
+                        "-M",
+                        "-m",
+                        mem,
+                        "-t",
+                        threads,
+                        geteuid() == 0 ? "-u" : NULL,
+                        "root",
+                        NULL};
   struct sigaction sa = {.sa_handler = on_fatal_signal};
   sigemptyset(&sa.sa_mask);
   sigset_t block, old;
@@ -371,15 +391,17 @@ static int server_start(const options *o, server *s, uint64_t limit_mib) {
     if (r == 127) break;
   }
   fprintf(stderr,
-          PROG ": cannot start '%s' (Debian's memcached package; "
-               "scripts/bootstrap.sh installs it)\n",
+          PROG
+          ": cannot start '%s' (Debian's memcached package; "
+          "scripts/bootstrap.sh installs it)\n",
           o->memcached);
   return 1;
 }
 
 #ifdef BK_HAVE_LIBMEMCACHED
 
-/* ---- the client ------------------------------------------------------------ */
+/* ---- the client ------------------------------------------------------------
+ */
 
 static memcached_st *client(const server *s, bool pipelined) {
   memcached_st *m = memcached_create(NULL);
@@ -389,7 +411,7 @@ static memcached_st *client(const server *s, bool pipelined) {
       memcached_behavior_set(m, MEMCACHED_BEHAVIOR_TCP_NODELAY, 1) !=
           MEMCACHED_SUCCESS ||
       (pipelined && memcached_behavior_set(m, MEMCACHED_BEHAVIOR_NOREPLY, 1) !=
-                         MEMCACHED_SUCCESS)) {
+                        MEMCACHED_SUCCESS)) {
     memcached_free(m);
     return NULL;
   }
@@ -467,8 +489,8 @@ static memcached_return_t check_one(const memcached_st *m,
   return MEMCACHED_SUCCESS;
 }
 
-static int time_memcached(const options *o, const workload *w,
-                          const keyset *k, bool pipelined, phase_times *t) {
+static int time_memcached(const options *o, const workload *w, const keyset *k,
+                          bool pipelined, phase_times *t) {
   server s = {0};
   if (server_start(o, &s, o->time_limit_mib)) return 1;
   int status = 1;
@@ -478,9 +500,9 @@ static int time_memcached(const options *o, const workload *w,
   double t0 = now_s();
   for (uint64_t i = 0; i < k->n; i++) {
     unsigned v = pair_value(w, i);
-    memcached_return_t rc = memcached_set(
-        m, k->ptr[i], k->len[i], w->values + w->value_off[v],
-        w->value_off[v + 1] - w->value_off[v], 0, 0);
+    memcached_return_t rc =
+        memcached_set(m, k->ptr[i], k->len[i], w->values + w->value_off[v],
+                      w->value_off[v + 1] - w->value_off[v], 0, 0);
     if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_BUFFERED) {
       fprintf(stderr, PROG ": memcached set: %s\n", memcached_strerror(m, rc));
       goto done;
@@ -574,9 +596,9 @@ static int fill_memcached(const options *o, const workload *w,
   for (uint64_t i = 0; i < MAX_PAIRS; i++) {
     size_t klen = pair_key(w, i, key);
     unsigned v = pair_value(w, i);
-    memcached_return_t rc = memcached_set(
-        m, key, klen, w->values + w->value_off[v],
-        w->value_off[v + 1] - w->value_off[v], 0, 0);
+    memcached_return_t rc =
+        memcached_set(m, key, klen, w->values + w->value_off[v],
+                      w->value_off[v + 1] - w->value_off[v], 0, 0);
     if (rc != MEMCACHED_SUCCESS) break; /* full (-M: no eviction) */
   }
   if (stats_of(&s, st)) goto done;
@@ -589,7 +611,8 @@ done:
 
 #endif /* BK_HAVE_LIBMEMCACHED */
 
-/* ---- the kBF side ------------------------------------------------------------ */
+/* ---- the kBF side
+ * ------------------------------------------------------------ */
 
 typedef struct kbf_memory {
   size_t cells, skbf, values;
@@ -598,8 +621,8 @@ typedef struct kbf_memory {
 #ifdef BK_HAVE_KBF
 static int kbf_make(const options *o, const workload *w, uint64_t n,
                     bk_kbf **out) {
-  bk_kbf_config cfg = {.capacity = n, .fpp = o->fpp, .seed = o->seed,
-                       .max_values = 4095};
+  bk_kbf_config cfg = {
+      .capacity = n, .fpp = o->fpp, .seed = o->seed, .max_values = 4095};
   TRY_BK(bk_kbf_create(out, &cfg));
   /* Intern the values in index order so value j has index j. */
   for (unsigned j = 0; j < N_VALUES; j++) {
@@ -676,9 +699,12 @@ fail:
 }
 #endif
 
-/* ---- the command ------------------------------------------------------------- */
+/* ---- the command
+ * ------------------------------------------------------------- */
 
-static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+static double ratio(double a, double b) {
+  return b > 0 ? a / b : 0.0;
+}
 
 /* DIR/name.csv for --plot (NULL path: no --plot). */
 static FILE *plot_csv(const options *o, const char *name, char **path) {
@@ -714,8 +740,8 @@ static int plot_fig15(const options *o, char *path) {
                  {"insert_s", "memcached insert, pipelined", false, "system",
                   "memcached-pipelined"},
                  {"insert_s", "kBF insert", false, "system", "kbf"},
-                 {"query_s", "memcached query, one at a time", false,
-                  "system", "memcached-1by1"},
+                 {"query_s", "memcached query, one at a time", false, "system",
+                  "memcached-1by1"},
                  {"query_s", "memcached multi-get", false, "system",
                   "memcached-pipelined"},
                  {"query_s", "kBF query", false, "system", "kbf"}},
@@ -749,12 +775,14 @@ static int run(const options *o) {
     return 1;
   }
   int status = 1;
-  printf("# " PROG ": ETC-like workload, %u values (%zu bytes), seed %llu, "
+  printf("# " PROG
+         ": ETC-like workload, %u values (%zu bytes), seed %llu, "
          "kBF fpp %g\n",
          N_VALUES, w.value_bytes, (unsigned long long)o->seed, o->fpp);
 #ifndef BK_HAVE_LIBMEMCACHED
-  fprintf(stderr, PROG ": built without libmemcached (Debian's "
-                       "libmemcached-dev; scripts/bootstrap.sh installs it)\n");
+  fprintf(stderr, PROG
+          ": built without libmemcached (Debian's "
+          "libmemcached-dev; scripts/bootstrap.sh installs it)\n");
   goto done;
 #else
   char *p15 = NULL, *p16 = NULL;
@@ -762,8 +790,9 @@ static int run(const options *o) {
   if (!o->no_time) {
     if (o->plot_dir) {
       if (!(f15 = plot_csv(o, "kbf_fig15", &p15))) goto done;
-      fprintf(f15, "# kbf_fig15: seconds per phase, seed %llu\n"
-                   "pairs,system,insert_s,query_s,delete_s,wrong\n",
+      fprintf(f15,
+              "# kbf_fig15: seconds per phase, seed %llu\n"
+              "pairs,system,insert_s,query_s,delete_s,wrong\n",
               (unsigned long long)o->seed);
     }
     printf(o->csv ? "pairs,system,insert_s,query_s,delete_s,wrong\n"
@@ -778,8 +807,7 @@ static int run(const options *o) {
         goto done;
       }
       phase_times t[3];
-      const char *names[3] = {"memcached-1by1", "memcached-pipelined",
-                              "kbf"};
+      const char *names[3] = {"memcached-1by1", "memcached-pipelined", "kbf"};
       int rows = 2;
       int bad = time_memcached(o, &w, &k, false, &t[0]) ||
                 time_memcached(o, &w, &k, true, &t[1]);
@@ -801,14 +829,15 @@ static int run(const options *o) {
                (unsigned long long)n, names[r], t[r].insert_s, t[r].query_s,
                t[r].delete_s, (unsigned long long)t[r].wrong);
       if (rows == 3 && !o->csv)
-        printf("%10s %-20s %9.1fx %9.1fx %9.1fx   (memcached 1by1 / kBF; "
-               "pipelined: %.1fx %.1fx %.1fx)\n",
-               "", "ratio", ratio(t[0].insert_s, t[2].insert_s),
-               ratio(t[0].query_s, t[2].query_s),
-               ratio(t[0].delete_s, t[2].delete_s),
-               ratio(t[1].insert_s, t[2].insert_s),
-               ratio(t[1].query_s, t[2].query_s),
-               ratio(t[1].delete_s, t[2].delete_s));
+        printf(
+            "%10s %-20s %9.1fx %9.1fx %9.1fx   (memcached 1by1 / kBF; "
+            "pipelined: %.1fx %.1fx %.1fx)\n",
+            "", "ratio", ratio(t[0].insert_s, t[2].insert_s),
+            ratio(t[0].query_s, t[2].query_s),
+            ratio(t[0].delete_s, t[2].delete_s),
+            ratio(t[1].insert_s, t[2].insert_s),
+            ratio(t[1].query_s, t[2].query_s),
+            ratio(t[1].delete_s, t[2].delete_s));
       fflush(stdout);
     }
   }
@@ -820,9 +849,10 @@ static int run(const options *o) {
   if (!o->no_memory) {
     if (o->plot_dir) {
       if (!(f16 = plot_csv(o, "kbf_fig16", &p16))) goto done;
-      fprintf(f16, "# kbf_fig16: memory (MiB) when memcached is full, kBF "
-                   "fpp %g, seed %llu\nlimit,pairs,server_mib,limit_mib,"
-                   "kbf_cells_mib,kbf_skbf_mib,kbf_values_mib,kbf_total_mib\n",
+      fprintf(f16,
+              "# kbf_fig16: memory (MiB) when memcached is full, kBF "
+              "fpp %g, seed %llu\nlimit,pairs,server_mib,limit_mib,"
+              "kbf_cells_mib,kbf_skbf_mib,kbf_values_mib,kbf_total_mib\n",
               o->fpp, (unsigned long long)o->seed);
     }
     printf(o->csv ? "limit_mib,pairs_stored,server_bytes,limit_bytes,"
@@ -878,8 +908,8 @@ done:
   return status;
 }
 
-#define MEMCACHED_DESCRIPTION                                               \
-  "The kBF against a real memcached (kBF paper Sec. 6.3, Figs. 15-16):\n"   \
+#define MEMCACHED_DESCRIPTION                                              \
+  "The kBF against a real memcached (kBF paper Sec. 6.3, Figs. 15-16):\n"  \
   "memcached is started on a free loopback port with evictions off (-M)\n" \
   "and a memory limit, always stopped again (also on Ctrl-C). Fig. 15:\n"  \
   "seconds to insert, query and delete n ETC-like pairs, memcached one\n"  \
@@ -925,14 +955,12 @@ int bk_cli_kbf_memcached(int argc, char **argv) {
   if (status != BK_CLI_CONTINUE) return status;
   for (size_t i = 0; i < o.n_pairs; i++)
     if (o.pairs[i] != floor(o.pairs[i]))
-      return bk_cli_usage_error(stderr, PROG,
-                                "--pairs: '%g' is not a whole number",
-                                o.pairs[i]);
+      return bk_cli_usage_error(
+          stderr, PROG, "--pairs: '%g' is not a whole number", o.pairs[i]);
   for (size_t i = 0; i < o.n_limits; i++)
     if (o.limits[i] != floor(o.limits[i]))
-      return bk_cli_usage_error(stderr, PROG,
-                                "--limits: '%g' is not a whole number",
-                                o.limits[i]);
+      return bk_cli_usage_error(
+          stderr, PROG, "--limits: '%g' is not a whole number", o.limits[i]);
   if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
   status = run(&o);
   if (fflush(stdout) != 0 || ferror(stdout)) {

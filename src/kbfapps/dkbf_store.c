@@ -88,17 +88,15 @@ static bk_status slab_of(const bk__dkbf_store *d, const void *key, size_t len,
 }
 
 bk_status bk__dkbf_store_locate(const bk__dkbf_store *d, const void *key,
-                                size_t len, uint32_t *slab,
-                                uint32_t *server) {
+                                size_t len, uint32_t *slab, uint32_t *server) {
   if (!d || !slab || !server || (!key && len)) return BK_EINVAL;
   bk_status st = slab_of(d, key, len, slab);
   if (st == BK_OK) *server = d->location[*slab];
   return st;
 }
 
-bk_status bk__dkbf_store_insert(bk__dkbf_store *d, const void *key,
-                                size_t len, const void *value,
-                                size_t value_len) {
+bk_status bk__dkbf_store_insert(bk__dkbf_store *d, const void *key, size_t len,
+                                const void *value, size_t value_len) {
   if (!d || (!key && len)) return BK_EINVAL;
   uint32_t s;
   bk_status st = slab_of(d, key, len, &s);
@@ -153,7 +151,8 @@ bk_status bk__dkbf_store_rebalance(bk__dkbf_store *d, unsigned c_max,
     bool big = true;
     while (big) {
       big = false;
-      for (uint32_t i = 0; i < d->n_slabs; i++) big |= d->queries[i] > BK_DKBF_MAX_LOAD;
+      for (uint32_t i = 0; i < d->n_slabs; i++)
+        big |= d->queries[i] > BK_DKBF_MAX_LOAD;
       if (big)
         for (uint32_t i = 0; i < d->n_slabs; i++) d->queries[i] >>= 1;
     }

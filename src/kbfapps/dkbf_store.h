@@ -38,8 +38,8 @@ typedef struct bk__dkbf_store_config {
 /** What a rebalancing did. */
 typedef struct bk__dkbf_rebalance {
   double rho_before, rho_after;
-  size_t migrations;     /* exchanges (or one-way moves) made */
-  uint64_t pairs_moved;  /* pairs in the slabs that moved */
+  size_t migrations;    /* exchanges (or one-way moves) made */
+  uint64_t pairs_moved; /* pairs in the slabs that moved */
 } bk__dkbf_rebalance;
 
 /** Errors: BK_EINVAL, BK_ENOMEM, and the kBF's creation errors. Cost: the
@@ -50,17 +50,15 @@ void bk__dkbf_store_destroy(bk__dkbf_store *d);
 
 /** Two-step insert: the slab from the first hash, then the slab's kBF.
  * Errors: the kBF's, BK_EFULL (the slab holds slab_capacity pairs). */
-bk_status bk__dkbf_store_insert(bk__dkbf_store *d, const void *key,
-                                size_t len, const void *value,
-                                size_t value_len);
+bk_status bk__dkbf_store_insert(bk__dkbf_store *d, const void *key, size_t len,
+                                const void *value, size_t value_len);
 /** Query: *result and the value as bk_kbf_query gives them. Counts a query
  * against the slab (for query balancing). */
 bk_status bk__dkbf_store_query(bk__dkbf_store *d, const void *key, size_t len,
                                bk_kbf_result *result, const void **value,
                                size_t *value_len);
 /** Delete: the kBF's delete; the slab's load drops on success. */
-bk_status bk__dkbf_store_delete(bk__dkbf_store *d, const void *key,
-                                size_t len);
+bk_status bk__dkbf_store_delete(bk__dkbf_store *d, const void *key, size_t len);
 
 /** The slab a key maps to, and the server holding it now. */
 bk_status bk__dkbf_store_locate(const bk__dkbf_store *d, const void *key,

@@ -124,15 +124,13 @@ static unsigned geometric(rng *r, double mean) {
 
 bk_status bk__tcp_trace_generate(const bk__tcp_trace_config *cfg,
                                  bk__tcp_trace *out) {
-  if (!cfg || !out || cfg->n_flows == 0 ||
-      cfg->n_flows > (UINT64_C(1) << 31) || !isfinite(cfg->data_mean) ||
-      cfg->data_mean < 0.0 || cfg->data_mean > 100.0 ||
-      !isfinite(cfg->duration) || cfg->duration < 0.0 ||
-      !isfinite(cfg->gap) || cfg->gap < 0.0)
+  if (!cfg || !out || cfg->n_flows == 0 || cfg->n_flows > (UINT64_C(1) << 31) ||
+      !isfinite(cfg->data_mean) || cfg->data_mean < 0.0 ||
+      cfg->data_mean > 100.0 || !isfinite(cfg->duration) ||
+      cfg->duration < 0.0 || !isfinite(cfg->gap) || cfg->gap < 0.0)
     return BK_EINVAL;
   double data_mean = cfg->data_mean > 0.0 ? cfg->data_mean : 4.0;
-  double duration =
-      cfg->duration > 0.0 ? cfg->duration : (double)cfg->n_flows;
+  double duration = cfg->duration > 0.0 ? cfg->duration : (double)cfg->n_flows;
   double gap = cfg->gap > 0.0 ? cfg->gap : 50.0;
   memset(out, 0, sizeof *out);
   size_t cap = (size_t)cfg->n_flows * 12, n = 0;

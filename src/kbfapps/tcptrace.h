@@ -84,11 +84,11 @@ typedef struct bk__tcp_event {
 } bk__tcp_event;
 
 typedef struct bk__tcp_trace_config {
-  uint64_t n_flows;  /* 1..2^31 */
+  uint64_t n_flows; /* 1..2^31 */
   uint64_t seed;
-  double data_mean;  /* mean data packets per established flow; 0: 4 */
-  double duration;   /* flows start in [0, duration); 0: n_flows */
-  double gap;        /* mean gap between a flow's packets; 0: 50 */
+  double data_mean; /* mean data packets per established flow; 0: 4 */
+  double duration;  /* flows start in [0, duration); 0: n_flows */
+  double gap;       /* mean gap between a flow's packets; 0: 50 */
 } bk__tcp_trace_config;
 
 typedef struct bk__tcp_trace {
