@@ -599,7 +599,15 @@ static int fill_memcached(const options *o, const workload *w,
     memcached_return_t rc =
         memcached_set(m, key, klen, w->values + w->value_off[v],
                       w->value_off[v + 1] - w->value_off[v], 0, 0);
-    if (rc != MEMCACHED_SUCCESS) break; /* full (-M: no eviction) */
+    if (rc == MEMCACHED_SUCCESS) continue;
+    /* -M: a full server refuses with an out-of-memory server error; any
+     * other failure (a lost connection) would undercount what it holds. */
+    if (rc == MEMCACHED_SERVER_MEMORY_ALLOCATION_FAILURE ||
+        rc == MEMCACHED_SERVER_ERROR || rc == MEMCACHED_NOTSTORED)
+      break;
+    fprintf(stderr, PROG ": memcached set while filling: %s\n",
+            memcached_strerror(m, rc));
+    goto done;
   }
   if (stats_of(&s, st)) goto done;
   status = 0;
