@@ -25,6 +25,7 @@
 #include "cli/opts.h"
 #include "cli/plot.h"
 #include "kbfapps/dkbf.h"
+#include "kbfapps/dkbf_store.h"
 
 #define PROG "bloomkit sim dkbf"
 #define DEFAULT_SEED 20160601u
@@ -39,6 +40,8 @@ typedef struct options {
   unsigned servers, slabs_per_server, c_max;
   uint64_t capacity, settings, seed;
   uint64_t show; /* UINT64_MAX: the most imbalanced setting */
+  bool store;
+  uint64_t store_capacity;
   bool csv;
   const char *plot_dir;
 } options;
@@ -227,6 +230,120 @@ static int plot_settings(const options *o, const setting_result *res) {
   return close_and_draw(f, path, o, &f23);
 }
 
+/* --store: each setting again on the in-process d-kBF (real kBF slabs of
+ * --store-capacity pairs; the same uniform targets at that scale): pairs
+ * "d<i>" are inserted through two-step hashing, each kept only while its
+ * slab is below its target, until every slab holds its target. Its
+ * rebalancing must make the model's decisions on the same table, and every
+ * pair must read back its value afterwards. */
+/* Pairs d<kept[j]> that do not read back v<kept[j] % 7>. */
+static uint64_t unreadable(bk__dkbf_store *d, const uint32_t *kept,
+                           uint64_t n) {
+  uint64_t bad = 0;
+  char key[32], val[16];
+  for (uint64_t j = 0; j < n; j++) {
+    int kl = snprintf(key, sizeof key, "d%u", kept[j]);
+    int vl = snprintf(val, sizeof val, "v%u", kept[j] % 7);
+    bk_kbf_result res;
+    const void *v;
+    size_t len;
+    bad += bk__dkbf_store_query(d, key, (size_t)kl, &res, &v, &len) != BK_OK ||
+           !(res == BK_KBF_FOUND && len == (size_t)vl &&
+             memcmp(v, val, (size_t)vl) == 0);
+  }
+  return bad;
+}
+
+static int run_store(const options *o) {
+  options scaled = *o;
+  scaled.capacity = o->store_capacity;
+  uint32_t n_slabs = o->servers * o->slabs_per_server;
+  setting s = {malloc(n_slabs * sizeof(uint64_t)),
+               malloc(n_slabs * sizeof(uint32_t)), n_slabs};
+  bk__dkbf_move *moves = malloc(o->c_max * sizeof *moves);
+  double *rho = malloc((o->c_max + 1) * sizeof *rho);
+  uint32_t *kept = malloc((size_t)(o->store_capacity * n_slabs) * sizeof *kept);
+  bk__dkbf_store *d = NULL;
+  int status = 1;
+  uint64_t agree = 0, lost = 0, lost_before = 0, total_pairs = 0,
+           keys_tried = 0;
+  double sum_impr = 0;
+  if (!s.load || !s.server || !moves || !rho || !kept) {
+    fprintf(stderr, PROG ": out of memory\n");
+    goto fail;
+  }
+  for (uint64_t set = 0; set < o->settings; set++) {
+    fill_setting(&scaled, set, &s);
+    bk__dkbf_store_config cfg = {.n_servers = o->servers,
+                                 .slabs_per_server = o->slabs_per_server,
+                                 .slab_capacity = o->store_capacity,
+                                 .fpp = 0.001,
+                                 .seed = o->seed + set};
+    TRY_BK(bk__dkbf_store_create(&d, &cfg));
+    uint64_t want = 0, have = 0;
+    for (uint32_t i = 0; i < n_slabs; i++) want += s.load[i];
+    char key[32], val[16];
+    for (uint32_t i = 0; have < want; i++) {
+      int kl = snprintf(key, sizeof key, "d%u", i);
+      uint32_t slab, server;
+      TRY_BK(bk__dkbf_store_locate(d, key, (size_t)kl, &slab, &server));
+      bk__dkbf_table now;
+      TRY_BK(bk__dkbf_store_table(d, &now));
+      keys_tried++;
+      if (now.load[slab] >= s.load[slab]) continue;
+      int vl = snprintf(val, sizeof val, "v%u", i % 7);
+      TRY_BK(bk__dkbf_store_insert(d, key, (size_t)kl, val, (size_t)vl));
+      kept[have++] = i;
+    }
+    lost_before += unreadable(d, kept, have);
+    /* The model's plan on the store's own table, then the store's. */
+    bk__dkbf_table t;
+    TRY_BK(bk__dkbf_store_table(d, &t));
+    size_t n = 0;
+    TRY_BK(bk__dkbf_balance(&t, o->c_max, moves, o->c_max, &n, rho));
+    bk__dkbf_rebalance r;
+    TRY_BK(bk__dkbf_store_rebalance(d, o->c_max, false, &r));
+    agree +=
+        r.migrations == n && r.rho_before == rho[0] && r.rho_after == rho[n];
+    sum_impr += r.rho_before > 0
+                    ? 100.0 * (r.rho_before - r.rho_after) / r.rho_before
+                    : 0.0;
+    lost += unreadable(d, kept, have);
+    total_pairs += have;
+    bk__dkbf_store_destroy(d);
+    d = NULL;
+  }
+  printf(
+      "in-process d-kBF (--store): %llu settings at %llu pairs per slab, "
+      "%llu pairs in all (%llu keys hashed to place them)\n",
+      (unsigned long long)o->settings, (unsigned long long)o->store_capacity,
+      (unsigned long long)total_pairs, (unsigned long long)keys_tried);
+  printf(
+      "  rebalancing made the model's decisions in %llu of %llu "
+      "settings; mean improvement of rho %.2f %%\n",
+      (unsigned long long)agree, (unsigned long long)o->settings,
+      sum_impr / (double)o->settings);
+  printf(
+      "  pairs not read back: %llu of %llu before rebalancing, %llu "
+      "after (the kBF's own decoding failures; a migration moves whole "
+      "slabs)\n",
+      (unsigned long long)lost_before, (unsigned long long)total_pairs,
+      (unsigned long long)lost);
+  status = agree == o->settings && lost == lost_before ? 0 : 1;
+  if (status)
+    fprintf(stderr, PROG
+            ": the store and the model disagree, or a "
+            "migration lost pairs\n");
+fail:
+  bk__dkbf_store_destroy(d);
+  free(s.load);
+  free(s.server);
+  free(moves);
+  free(rho);
+  free(kept);
+  return status;
+}
+
 static int run(const options *o) {
   int status = 1;
   uint32_t n_slabs = o->servers * o->slabs_per_server;
@@ -328,6 +445,7 @@ static int run(const options *o) {
   if (o->plot_dir)
     status =
         plot_detail(o, show, before, after, rho0, n0) || plot_settings(o, res);
+  if (!status && o->store && !o->csv) status = run_store(o);
 done:
   free(s.load);
   free(s.server);
@@ -365,6 +483,12 @@ int bk_cli_sim_dkbf(int argc, char **argv) {
       BK_CLI_U64("show", &o.show, UINT64_MAX, 0, MAX_SETTINGS - 1, "I",
                  "the setting shown in detail (Fig. 20, 21)",
                  .default_text = "the most imbalanced"),
+      BK_CLI_FLAG("store", &o.store,
+                  "also run every setting on the in-process d-kBF (kBF "
+                  "slabs, scaled to --store-capacity): it must make the "
+                  "model's decisions and keep every pair"),
+      BK_CLI_U64("store-capacity", &o.store_capacity, 2000, 1, 1000000, "N",
+                 "pairs per slab with --store"),
       BK_CLI_FLAG("csv", &o.csv, "one CSV row per setting",
                   .section = "output"),
       BK_CLI_STRING("plot", &o.plot_dir, NULL, "a directory", "DIR",

@@ -39,7 +39,7 @@ expect 2 "unknown option '--bogus'" $D --bogus
 
 CASE="$D --help"
 "$BK" $D --help >"$TMP/out" 2>"$TMP/err" || fail "exit status $?"
-for opt in --servers --slabs-per-server --capacity --c-max --settings --seed --show --csv --plot; do
+for opt in --servers --slabs-per-server --capacity --c-max --settings --seed --show --store --store-capacity --csv --plot; do
   grep -qE -- "^  $opt( |\$)" "$TMP/out" || fail "--help does not list $opt"
 done
 
@@ -54,6 +54,11 @@ mean_csv=$(awk -F, 'NR > 1 { s += $4; n++ } END { printf "%.2f", s / n }' "$TMP/
 "$BK" $D --settings 40 --c-max 3 >"$TMP/table" 2>"$TMP/err" || fail "exit status $?"
 grep -q "mean improvement of rho $mean_csv %" "$TMP/table" ||
   fail "table's mean improvement is not the CSV's $mean_csv"
+
+# The in-process d-kBF makes the model's decisions and loses no pair.
+CASE="$D --store"
+"$BK" $D --settings 3 --store --store-capacity 300 >"$TMP/store" 2>"$TMP/err" || fail "exit status $?"
+grep -q "model's decisions in 3 of 3 settings" "$TMP/store" || fail "store and model disagree"
 
 if command -v gnuplot >/dev/null 2>&1; then
   CASE="$D --plot"
