@@ -194,6 +194,9 @@ static void test_exact_store_no_errors(void **state) {
   assert_int_equal(r.final.queries, flows);
   assert_int_equal(r.final.total_errors, 0);
   assert_int_equal(r.refused, 0);
+  assert_int_equal(r.masked_flows, 0);
+  assert_int_equal(r.missed_moves, 0);
+  assert_int_equal(r.wrong_masked + r.wrong_stale, 0);
   /* Every flow is inserted once; the ended ones deleted once. */
   assert_int_equal(r.inserts, flows);
   assert_int_equal(r.deletes, t.kinds[BK_TCP_CLOSED] + t.kinds[BK_TCP_RESET] +
@@ -271,7 +274,7 @@ static void test_sbf_counts_against_reference(void **state) {
   assert_bk_ok(bk__acsm_run(&t, &s, &r));
   assert_int_equal(rec.n, t.n_events + flows);
   uint8_t *truth = calloc(flows, 1);
-  uint64_t fn = 0, fp = 0, wrong = 0, unk = 0;
+  uint64_t fn = 0, fp = 0, wrong = 0, unk = 0, masked = 0, missed = 0;
   for (size_t i = 0; i < rec.n; i++) {
     unsigned flow =
         i < t.n_events ? t.events[i].flow : (unsigned)(i - t.n_events);
@@ -281,6 +284,16 @@ static void test_sbf_counts_against_reference(void **state) {
     if (tr && a == BK_ACSM_FOUND && rec.states[i] != tr) wrong++;
     if (!tr && a == BK_ACSM_FOUND) fp++;
     if (!tr && a == BK_ACSM_UNKNOWN) unk++;
+    if (i < t.n_events) {
+      unsigned fl0 = t.events[i].flag;
+      if (tr == 0 && fl0 == BK_TCP_SYN && a != BK_ACSM_ABSENT) masked++;
+      bool moves = (tr && fl0 == BK_TCP_RST) ||
+                   (tr == 1 && fl0 == BK_TCP_SYNACK) ||
+                   (tr == 2 && fl0 == BK_TCP_ACK) ||
+                   ((tr == 3 || tr == 4) && fl0 == BK_TCP_FIN) ||
+                   (tr == 5 && fl0 == BK_TCP_ACK);
+      if (moves && a == BK_ACSM_UNKNOWN) missed++;
+    }
     if (i < t.n_events) {
       /* the reference walk: SYN opens, RST or the last ACK ends, FIN and
        * the handshake advance; written out here, not with bk__tcp_next */
@@ -304,6 +317,9 @@ static void test_sbf_counts_against_reference(void **state) {
       assert_int_equal(r.during.wrong_state, wrong);
       assert_int_equal(r.during.unknown_absent, unk);
       assert_int_equal(r.during.total_errors, fn + fp + wrong + unk);
+      assert_int_equal(r.masked_flows, masked);
+      assert_int_equal(r.missed_moves, missed);
+      assert_true(r.wrong_masked + r.wrong_stale <= wrong);
       fn = fp = wrong = unk = 0;
     }
   }

@@ -182,14 +182,14 @@ static double ratio(uint64_t a, uint64_t b) {
   "p,structure,m_cells,k,memory_bytes,queries,false_negatives,"           \
   "false_positives,wrong_state,unknown_absent,total_errors,fn_ratio,"     \
   "total_ratio,final_fn_ratio,final_total_ratio,inserts,updates,deletes," \
-  "refused"
+  "refused,masked_flows,missed_moves,wrong_masked,wrong_stale"
 
 static void print_csv_row(FILE *f, const row *w) {
   const bk__acsm_counts *d = &w->r.during, *e = &w->r.final;
   fprintf(
       f,
       "%g,%s,%llu,%u,%zu,%llu,%llu,%llu,%llu,%llu,%llu,%.6e,%.6e,%.6e,"
-      "%.6e,%llu,%llu,%llu,%llu\n",
+      "%.6e,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu\n",
       w->p, w->structure, (unsigned long long)w->m, w->k, w->memory,
       (unsigned long long)d->queries, (unsigned long long)d->false_negatives,
       (unsigned long long)d->false_positives,
@@ -198,7 +198,11 @@ static void print_csv_row(FILE *f, const row *w) {
       ratio(d->false_negatives, d->queries), ratio(d->total_errors, d->queries),
       ratio(e->false_negatives, e->queries), ratio(e->total_errors, e->queries),
       (unsigned long long)w->r.inserts, (unsigned long long)w->r.updates,
-      (unsigned long long)w->r.deletes, (unsigned long long)w->r.refused);
+      (unsigned long long)w->r.deletes, (unsigned long long)w->r.refused,
+      (unsigned long long)w->r.masked_flows,
+      (unsigned long long)w->r.missed_moves,
+      (unsigned long long)w->r.wrong_masked,
+      (unsigned long long)w->r.wrong_stale);
 }
 
 static int plot(const options *o, const row *rows, size_t n) {

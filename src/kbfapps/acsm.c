@@ -59,6 +59,26 @@ bk_status bk__acsm_run(const bk__tcp_trace *trace, const bk__acsm_store *store,
     st = store->query(store->ctx, key, &ans, &got);
     if (st != BK_OK) goto done;
     bk__acsm_score(&r.during, truth[e->flow], ans, got);
+    if (truth[e->flow] && ans == BK_ACSM_FOUND && got != truth[e->flow]) {
+      if (saw[e->flow] & 4)
+        r.wrong_masked++;
+      else if (saw[e->flow] & 8)
+        r.wrong_stale++;
+    }
+    {
+      unsigned ignored;
+      bk__tcp_action truth_action =
+          bk__tcp_next(truth[e->flow], e->flag, &ignored);
+      if (truth_action == BK_TCP_INSERT && ans != BK_ACSM_ABSENT) {
+        r.masked_flows++;
+        saw[e->flow] |= 4;
+      }
+      if ((truth_action == BK_TCP_UPDATE || truth_action == BK_TCP_DELETE) &&
+          ans == BK_ACSM_UNKNOWN) {
+        r.missed_moves++;
+        saw[e->flow] |= 8;
+      }
+    }
     /* The monitor acts on the store's answer. */
     bk_status op = BK_OK;
     bool issued = true;

@@ -74,7 +74,16 @@ typedef struct bk__acsm_result {
   uint64_t inserts, updates, deletes; /* operations the monitor issued */
   uint64_t refused;                   /* of them, refused by the store */
   uint64_t peak_tracked; /* most flows tracked at once (reference) */
-  uint64_t tracked_end;  /* flows tracked at the end (reference) */
+  /* Where wrong states come from (during the trace):
+   * masked_flows  flows whose first SYN the store answered with a state or
+   *               "cannot tell": never inserted;
+   * missed_moves  packets that move a tracked flow (update or delete in
+   *               the reference) while the store cannot tell its state, so
+   *               the monitor leaves it;
+   * wrong_masked, wrong_stale  wrong-state answers for flows of either
+   *               kind (a flow in both counts as masked). */
+  uint64_t masked_flows, missed_moves, wrong_masked, wrong_stale;
+  uint64_t tracked_end; /* flows tracked at the end (reference) */
   uint64_t suspicious_fin, suspicious_rst; /* flows that saw FIN / RST
                                               (reference; Sec. 7's count) */
 } bk__acsm_result;
