@@ -80,6 +80,7 @@ typedef struct options {
   uint64_t time_limit_mib;
   uint64_t batch;
   double fpp;
+  unsigned cell_bits; /* index into cell_choices */
   uint64_t seed;
   const char *memcached;
   bool csv, no_time, no_memory;
@@ -629,8 +630,11 @@ typedef struct kbf_memory {
 #ifdef BK_HAVE_KBF
 static int kbf_make(const options *o, const workload *w, uint64_t n,
                     bk_kbf **out) {
-  bk_kbf_config cfg = {
-      .capacity = n, .fpp = o->fpp, .seed = o->seed, .max_values = 4095};
+  bk_kbf_config cfg = {.capacity = n,
+                       .fpp = o->fpp,
+                       .seed = o->seed,
+                       .max_values = 4095,
+                       .cell_bits = o->cell_bits == 1 ? 64u : 32u};
   TRY_BK(bk_kbf_create(out, &cfg));
   /* Intern the values in index order so value j has index j. */
   for (unsigned j = 0; j < N_VALUES; j++) {
@@ -785,8 +789,9 @@ static int run(const options *o) {
   int status = 1;
   printf("# " PROG
          ": ETC-like workload, %u values (%zu bytes), seed %llu, "
-         "kBF fpp %g\n",
-         N_VALUES, w.value_bytes, (unsigned long long)o->seed, o->fpp);
+         "kBF fpp %g, %s-bit cells\n",
+         N_VALUES, w.value_bytes, (unsigned long long)o->seed, o->fpp,
+         o->cell_bits == 1 ? "64" : "32");
 #ifndef BK_HAVE_LIBMEMCACHED
   fprintf(stderr, PROG
           ": built without libmemcached (Debian's "
@@ -925,6 +930,8 @@ done:
   "and a kBF. Fig. 16: what memcached holds when full at each limit,\n"    \
   "its stats bytes against the kBF's cells, s-kBF and value table.\n"
 
+static const char *const cell_choices[] = {"32", "64", NULL};
+
 int bk_cli_kbf_memcached(int argc, char **argv) {
   options o = {0};
   bk_cli_opt opts[] = {
@@ -938,6 +945,8 @@ int bk_cli_kbf_memcached(int argc, char **argv) {
       BK_CLI_DOUBLE_LIST("limits", o.limits, &o.n_limits, MAX_LIST,
                          "64,128,256,512,1024", 16, 65536, "LIST",
                          "Fig. 16: memcached memory limits (MiB)"),
+      BK_CLI_CHOICE("cell-bits", &o.cell_bits, "32", cell_choices, "BITS",
+                    "the kBF's cell width"),
       BK_CLI_DOUBLE("fpp", &o.fpp, 0.001, 0.0, 0.5, "P",
                     "the kBF's target false positive rate",
                     .d_open = BK_CLI_OPEN_MIN),
