@@ -53,6 +53,7 @@ typedef struct options {
   unsigned structures[N_STRUCTURES];
   size_t n_structures;
   bool csv;
+  bool equal_memory;
   const char *plot_dir;
 } options;
 
@@ -283,7 +284,16 @@ static int run(const options *o) {
     TRY_BK(bk_params_for_target(capacity, o->fpps[i], &m, &k));
     for (size_t s = 0; s < o->n_structures; s++) {
       if (o->structures[s] == S_SBF) {
-        if (run_sbf(o, &t, o->fpps[i], m, k, &rows[n])) goto fail;
+        uint64_t m_sbf = m;
+        unsigned k_sbf = k;
+        if (o->equal_memory) {
+          /* The kBF's bytes: twice the cells (2 bytes against 4), and the
+           * k that is optimal for them, ln 2 * m / capacity. */
+          m_sbf = 2 * m;
+          double kk = 0.6931471805599453 * (double)m_sbf / (double)capacity;
+          k_sbf = kk < 1.0 ? 1u : kk > 64.0 ? 64u : (unsigned)(kk + 0.5);
+        }
+        if (run_sbf(o, &t, o->fpps[i], m_sbf, k_sbf, &rows[n])) goto fail;
         n++;
       }
 #ifdef BK_HAVE_KBF
@@ -363,6 +373,9 @@ int bk_cli_kbf_acsm(int argc, char **argv) {
                     .d_open = BK_CLI_OPEN_MIN),
       BK_CLI_U64("seed", &o.seed, DEFAULT_SEED, 0, UINT64_MAX, "N",
                  "trace and hash seed"),
+      BK_CLI_FLAG("equal-memory", &o.equal_memory,
+                  "give the sBF the kBF's bytes (twice the cells, its own "
+                  "optimal k) instead of the same m and k"),
       BK_CLI_FLAG("csv", &o.csv, "CSV, one row per (p, structure)",
                   .section = "output"),
       BK_CLI_STRING("plot", &o.plot_dir, NULL, "a directory", "DIR",

@@ -80,6 +80,13 @@ CASE="$A --csv"
 [ "$(grep -c '^0\.[0-9]*,sbf,' "$TMP/acsm")" -eq 2 ] || fail "not 2 sbf rows"
 [ "$(grep -c '^0\.[0-9]*,kbf,' "$TMP/acsm")" -eq 2 ] || fail "not 2 kbf rows"
 grep -q "^# .*2000 flows" "$TMP/acsm" || fail "no header line"
+# --equal-memory: the sBF row has twice the kBF row's cells, the same bytes
+# to within the kBF's value table.
+CASE="$A --equal-memory"
+"$BK" $A --flows 2000 --fpp 0.01 --equal-memory --csv >"$TMP/eq" 2>"$TMP/err" || fail "exit status $?"
+ms=$(grep ',sbf,' "$TMP/eq" | cut -d, -f3); mk=$(grep ',kbf,' "$TMP/eq" | cut -d, -f3)
+[ -n "$ms" ] && [ -n "$mk" ] && [ "$ms" -eq $((2 * mk)) ] || fail "sbf m $ms is not twice kbf m $mk"
+
 if command -v gnuplot >/dev/null 2>&1; then
   CASE="$A --plot"
   "$BK" $A --flows 2000 --fpp 0.1,0.01 --plot "$TMP/aplot" >/dev/null 2>"$TMP/err" || fail "exit status $?"
