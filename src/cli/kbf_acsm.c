@@ -14,7 +14,8 @@
  * paper's n, leaves the structures a third full here and every error
  * vanishes below p = 0.01); both structures get the same m cells and k hashes
  * (an sBF cell is 2 bytes, a kBF cell 4: the memory column says what each
- * used). Ratios are per query: the monitor queries once per packet (`during`),
+ * used), or with --equal-memory the sBF gets 2m cells and k = ln 2 * 2m /
+ * capacity, the kBF's bytes. Ratios are per query: the monitor queries once per packet (`during`),
  * then every flow once at the end (`final`).
  */
 #include <errno.h>
