@@ -17,7 +17,7 @@
  * Size: m counters of 8 (default), 16 or 32 bits, whatever the number of
  * processes; a vector clock needs one 32-bit entry per process.
  *
- * Saturation (docs/design.md 3.12): each clock keeps a 64-bit base and
+ * Saturation (docs/design.md 3.11a): each clock keeps a 64-bit base and
  * counters relative to it (value = base + counter). When a tick would push
  * a counter to its maximum the clock first subtracts the common minimum of
  * its counters and adds it to the base; only when that frees no room does
@@ -28,7 +28,7 @@
  *
  * Thread safety: none inside one clock (a clock belongs to one process);
  * queries (compare, pr_p, serialize, get, info) on clocks nobody is
- * modifying may run concurrently. See docs/design.md 4.8.
+ * modifying may run concurrently. See docs/design.md 4.7.
  */
 #ifndef BLOOMKIT_BLOOMCLOCK_H
 #define BLOOMKIT_BLOOMCLOCK_H
@@ -153,7 +153,7 @@ BK_API bk_status bk_bloomclock_compare(const bk_bloomclock *y,
  * its lower bound, base + max. Cost O(m + D T): D distinct counter values of y
  * (at most 256 for 8-bit counters), T <= min(B_y[i], 16 sd + 64) terms each,
  * sd = sqrt(n (1/m)(1 - 1/m)); past sd = 4096 a normal approximation with
- * continuity correction is used (docs/design.md 3.12). Errors: BK_EINVAL,
+ * continuity correction is used (docs/design.md 3.11a). Errors: BK_EINVAL,
  * BK_EMISMATCH.
  */
 BK_API bk_status bk_bloomclock_log_pr_p(const bk_bloomclock *y,
@@ -191,7 +191,7 @@ BK_API bk_status bk_bloomclock_serialized_size(const bk_bloomclock *c,
 BK_API bk_status bk_bloomclock_serialize(const bk_bloomclock *c, void *buf,
                                          size_t cap, size_t *written);
 /**
- * Load a clock (docs/design.md 3.12). Every byte is treated as hostile.
+ * Load a clock (docs/design.md 3.11a). Every byte is treated as hostile.
  * Errors: BK_EINVAL, BK_ECORRUPT, BK_EVERSION, BK_ENOMEM; on error *out is
  * untouched and nothing leaks.
  */
@@ -208,7 +208,7 @@ BK_API bk_status bk_bloomclock_load(bk_bloomclock *dst, const void *buf,
 
 /**
  * (m, k) for p processes and a target false positive rate, 8-bit counters.
- * Model (docs/design.md 3.12, docs/results.md "Bloom clocks"): a false
+ * Model (docs/design.md 3.11a, docs/results.md "Bloom clocks"): a false
  * positive needs every counter that y's latest event incremented to be
  * matched in z by events z has seen and y has not; with W = p * events such
  * events (each of the p processes runs `events` events before it hears of
@@ -260,7 +260,7 @@ BK_API uint64_t bk_vclock_sum(const bk_vclock *v);
 BK_API bk_status bk_vclock_serialized_size(const bk_vclock *v, size_t *out);
 BK_API bk_status bk_vclock_serialize(const bk_vclock *v, void *buf, size_t cap,
                                      size_t *written);
-/** Load (docs/design.md 3.13); hostile bytes rejected. Errors: BK_EINVAL,
+/** Load (docs/design.md 3.11b); hostile bytes rejected. Errors: BK_EINVAL,
  * BK_ECORRUPT, BK_EVERSION, BK_ENOMEM; *out untouched on error. */
 BK_API bk_status bk_vclock_deserialize(const void *buf, size_t len,
                                        const bk_allocator *allocator,
