@@ -843,6 +843,12 @@ static void test_vclock(void **state) {
   assert_bk_ok(bk_vclock_receive(b, blob + 1, w)); /* unaligned */
   assert_int_equal(vc_rel(a, b), BK_CAUSAL_BEFORE);
   assert_int_equal(bk_vclock_sum(b), 4);
+  uint64_t unseen;
+  assert_bk_ok(bk_vclock_unseen(a, b, &unseen));
+  assert_int_equal(unseen, 2); /* b's own tick and its receive */
+  assert_bk_ok(bk_vclock_unseen(b, a, &unseen));
+  assert_int_equal(unseen, 0);
+  assert_bk_status(bk_vclock_unseen(a, big, &unseen), BK_EMISMATCH);
   assert_bk_status(bk_vclock_merge(b, big), BK_EMISMATCH);
   assert_bk_status(bk_vclock_copy(b, big), BK_EMISMATCH);
   assert_bk_status(bk_vclock_compare(b, big, &(bk_causality){0}), BK_EMISMATCH);

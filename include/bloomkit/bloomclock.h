@@ -249,6 +249,14 @@ BK_API bk_status bk_vclock_receive(bk_vclock *v, const void *buf, size_t len);
 /** Exact causality of y and z. Errors: BK_EINVAL, BK_EMISMATCH. O(p). */
 BK_API bk_status bk_vclock_compare(const bk_vclock *y, const bk_vclock *z,
                                    bk_causality *out);
+/**
+ * *out = the number of events in z's causal past that are not in y's:
+ * sum over j of max(0, V_z[j] - V_y[j]), the causal distance from y to z
+ * (0 exactly when z happened before y or they are equal). Errors:
+ * BK_EINVAL, BK_EMISMATCH. O(p).
+ */
+BK_API bk_status bk_vclock_unseen(const bk_vclock *y, const bk_vclock *z,
+                                  uint64_t *out);
 /** Entry j. Errors: BK_EINVAL (NULL, j >= p). */
 BK_API bk_status bk_vclock_get(const bk_vclock *v, uint64_t j, uint32_t *out);
 /** Number of processes; 0 for NULL. */

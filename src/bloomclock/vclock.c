@@ -109,6 +109,18 @@ bk_status bk_vclock_compare(const bk_vclock *y, const bk_vclock *z,
   return BK_OK;
 }
 
+bk_status bk_vclock_unseen(const bk_vclock *y, const bk_vclock *z,
+                           uint64_t *out) {
+  BK_RETURN_IF(!y || !z || !out, BK_EINVAL);
+  BK_RETURN_IF(y->processes != z->processes, BK_EMISMATCH);
+  const uint32_t *a = y->v, *b = z->v;
+  uint64_t sum = 0;
+  for (size_t i = 0; i < (size_t)y->processes; i++)
+    sum += b[i] > a[i] ? b[i] - a[i] : 0;
+  *out = sum;
+  return BK_OK;
+}
+
 bk_status bk_vclock_get(const bk_vclock *v, uint64_t j, uint32_t *out) {
   BK_RETURN_IF(!v || !out || j >= v->processes, BK_EINVAL);
   *out = v->v[j];
