@@ -439,10 +439,9 @@ static void random_state(uint64_t *rng, bk_bloomclock *c, uint64_t base) {
   }
 }
 
-static void test_kernels_reference(void **state) {
-  (void)state;
+static void kernels_reference(void) {
   uint64_t rng = bk_test_seed(0xCE11);
-  const uint64_t ms[] = {1, 7, 16, 33, 64, 100, 1000};
+  const uint64_t ms[] = {1, 7, 16, 33, 64, 100, 129, 1000};
   uint64_t *vy = malloc(1000 * 8), *vz = malloc(1000 * 8);
   int seen[4] = {0};
   for (unsigned width = 8; width <= 32; width *= 2)
@@ -505,6 +504,18 @@ static void test_kernels_reference(void **state) {
   for (int r = 0; r < 4; r++) assert_true(seen[r] > 0);
   free(vy);
   free(vz);
+}
+
+/* Every kernel the library may pick: AVX2 (when the CPU has it), SSE2 and
+ * the portable loops. */
+static void test_kernels_reference(void **state) {
+  (void)state;
+  const int levels[] = {BK__SIMD_AUTO, BK__SIMD_SSE2, BK__SIMD_PORTABLE};
+  for (int i = 0; i < 3; i++) {
+    bk__bloomclock_set_simd(levels[i]);
+    kernels_reference();
+  }
+  bk__bloomclock_set_simd(BK__SIMD_AUTO);
 }
 
 /* ---- pr_p

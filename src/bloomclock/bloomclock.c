@@ -160,8 +160,8 @@ static inline void set_c(bk_bloomclock *c, uint64_t i, uint32_t v) {
 
 /* ---- kernels (one per element type, vectorisable) -----------------------
  *
- * shift(x, d) = x == MAX ? MAX : (x > d ? x - d : 0)   (infinity stays)
- * adds(x, d)  = x > MAX - d ? MAX : x + d              (d <= MAX)
+ * shift(x, d) = x == MAX ? MAX : x - min(x, d)   (infinity stays)
+ * adds(x, d)  = min(x, MAX - d) + d              (saturating, d <= MAX)
  *
  * merge: dst = max(shift(dst, d_dst), shift(src, d_src)), one d being 0.
  * compare, lower-base clock a, higher-base clock b, d = base_b - base_a:
@@ -170,27 +170,52 @@ static inline void set_c(bk_bloomclock *c, uint64_t i, uint32_t v) {
  * (an infinite a[i] stays MAX in shift, so only an infinite b[i] covers it;
  * adds rounds a finite b[i] that passes MAX in a's frame up to MAX, which
  * only an infinite a[i] covers: both exact.)
+ *
+ * Written branch-free (MAX is all ones, so "x == MAX ? MAX : s" is
+ * s | -(x == MAX)) over blocks of 64 elements, a trip count the compiler
+ * knows, so GCC's -O2 vectoriser (whose cost model refuses loops that need
+ * a scalar epilogue) turns each block into pminub / psubb / pmaxub / pcmpeqb
+ * on SSE2 (or their wider forms); the last partial block runs scalar.
+ * Compare stops at the first block after which both directions failed
+ * (concurrent).
  */
+#define BC_BLOCK 64
 #define BC_KERNELS(T)                                                         \
+  static inline T shift_##T(T x, T d, T max) {                                \
+    return (T)((T)(x - (x < d ? x : d)) | (T) - (T)(x == max));               \
+  }                                                                           \
   static void merge_##T(T *restrict dst, const T *restrict src, size_t n,     \
                         T d_dst, T d_src, T max) {                            \
-    for (size_t i = 0; i < n; i++) {                                          \
-      T a = dst[i], b = src[i];                                               \
-      T as = a == max ? max : (T)(a > d_dst ? a - d_dst : 0);                 \
-      T bs = b == max ? max : (T)(b > d_src ? b - d_src : 0);                 \
+    size_t i = 0;                                                             \
+    for (; i + BC_BLOCK <= n; i += BC_BLOCK)                                  \
+      for (size_t j = i; j < i + BC_BLOCK; j++) {                             \
+        T as = shift_##T(dst[j], d_dst, max);                                 \
+        T bs = shift_##T(src[j], d_src, max);                                 \
+        dst[j] = as > bs ? as : bs;                                           \
+      }                                                                       \
+    for (; i < n; i++) {                                                      \
+      T as = shift_##T(dst[i], d_dst, max);                                   \
+      T bs = shift_##T(src[i], d_src, max);                                   \
       dst[i] = as > bs ? as : bs;                                             \
     }                                                                         \
   }                                                                           \
   static void compare_##T(const T *restrict a, const T *restrict b, size_t n, \
                           T d, T max, bool *b_ge_a, bool *a_ge_b) {           \
-    unsigned not_b_ge_a = 0, not_a_ge_b = 0;                                  \
+    T not_b_ge_a = 0, not_a_ge_b = 0;                                         \
     const T room = (T)(max - d);                                              \
-    for (size_t i = 0; i < n; i++) {                                          \
-      T x = a[i], y = b[i];                                                   \
-      T xs = x == max ? max : (T)(x > d ? x - d : 0);                         \
-      T ya = y > room ? max : (T)(y + d);                                     \
-      not_b_ge_a |= (unsigned)(xs > y);                                       \
-      not_a_ge_b |= (unsigned)(ya > x);                                       \
+    size_t i = 0;                                                             \
+    for (; i + BC_BLOCK <= n && !(not_b_ge_a && not_a_ge_b); i += BC_BLOCK)   \
+      for (size_t j = i; j < i + BC_BLOCK; j++) {                             \
+        T xs = shift_##T(a[j], d, max);                                       \
+        T ya = (T)((b[j] < room ? b[j] : room) + d);                          \
+        not_b_ge_a |= (T) - (T)(xs > b[j]);                                   \
+        not_a_ge_b |= (T) - (T)(ya > a[j]);                                   \
+      }                                                                       \
+    for (; i < n; i++) {                                                      \
+      T xs = shift_##T(a[i], d, max);                                         \
+      T ya = (T)((b[i] < room ? b[i] : room) + d);                            \
+      not_b_ge_a |= (T) - (T)(xs > b[i]);                                     \
+      not_a_ge_b |= (T) - (T)(ya > a[i]);                                     \
     }                                                                         \
     *b_ge_a = !not_b_ge_a;                                                    \
     *a_ge_b = !not_a_ge_b;                                                    \
@@ -199,6 +224,195 @@ static inline void set_c(bk_bloomclock *c, uint64_t i, uint32_t v) {
 BC_KERNELS(uint8_t)
 BC_KERNELS(uint16_t)
 BC_KERNELS(uint32_t)
+
+/* Which 8-bit kernels run: BK__SIMD_AUTO (the best the CPU has), or, for
+ * the tests, SSE2 or the portable loops only. Not synchronised: set it
+ * before using clocks. */
+static int simd_level = BK__SIMD_AUTO;
+void bk__bloomclock_set_simd(int level) {
+  simd_level = level;
+}
+
+#if defined(__SSE2__)
+/* 8-bit counters with SSE2 (part of every x86-64 CPU), and AVX2 where the
+ * CPU has it (chosen at run time): GCC's -O2 cost model vectorises the
+ * portable kernels above only in part (measured 14 bytes/ns for merge and
+ * 8.5 for compare at m = 4096, a scalar rate). The same formulas on 16 or
+ * 32 counters at a time: shift = subs(x, d) | (x == MAX), adds = adds(x, d)
+ * (saturating at 255 = MAX), x > y <=> subs(x, y) != 0. With equal bases
+ * (d = 0, the common case) shift and adds are the identity and MAX is the
+ * largest byte anyway, so merge is one max and compare two subs. */
+#include <emmintrin.h>
+
+static inline __m128i shift_v(__m128i x, __m128i d, __m128i ones) {
+  return _mm_or_si128(_mm_subs_epu8(x, d), _mm_cmpeq_epi8(x, ones));
+}
+
+static inline bool all_zero_v(__m128i v) {
+  return _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128())) == 0xFFFF;
+}
+
+static size_t merge_u8_sse2(uint8_t *restrict dst, const uint8_t *restrict src,
+                            size_t n, uint8_t d_dst, uint8_t d_src) {
+  const __m128i ones = _mm_set1_epi8(-1), dd = _mm_set1_epi8((char)d_dst),
+                ds = _mm_set1_epi8((char)d_src);
+  size_t i = 0;
+  if (d_dst == 0 && d_src == 0) {
+    for (; i + 16 <= n; i += 16)
+      _mm_storeu_si128(
+          (__m128i *)(dst + i),
+          _mm_max_epu8(_mm_loadu_si128((const __m128i *)(dst + i)),
+                       _mm_loadu_si128((const __m128i *)(src + i))));
+    return i;
+  }
+  for (; i + 16 <= n; i += 16) {
+    __m128i a = _mm_loadu_si128((const __m128i *)(dst + i));
+    __m128i b = _mm_loadu_si128((const __m128i *)(src + i));
+    a = _mm_max_epu8(shift_v(a, dd, ones), shift_v(b, ds, ones));
+    _mm_storeu_si128((__m128i *)(dst + i), a);
+  }
+  return i;
+}
+
+/* Returns the counters done; *bad_* set when a violation was seen. Stops
+ * early once both directions failed. */
+static size_t compare_u8_sse2(const uint8_t *restrict a,
+                              const uint8_t *restrict b, size_t n, uint8_t d,
+                              bool *bad_ba, bool *bad_ab) {
+  const __m128i ones = _mm_set1_epi8(-1), dv = _mm_set1_epi8((char)d);
+  __m128i ba = _mm_setzero_si128(), ab = _mm_setzero_si128();
+  size_t i = 0;
+  while (i + 64 <= n) {
+    for (size_t j = i; j < i + 64; j += 16) {
+      __m128i x = _mm_loadu_si128((const __m128i *)(a + j));
+      __m128i y = _mm_loadu_si128((const __m128i *)(b + j));
+      if (d) {
+        ba = _mm_or_si128(ba, _mm_subs_epu8(shift_v(x, dv, ones), y));
+        ab = _mm_or_si128(ab, _mm_subs_epu8(_mm_adds_epu8(y, dv), x));
+      } else {
+        ba = _mm_or_si128(ba, _mm_subs_epu8(x, y));
+        ab = _mm_or_si128(ab, _mm_subs_epu8(y, x));
+      }
+    }
+    i += 64;
+    if (!all_zero_v(ba) && !all_zero_v(ab)) break;
+  }
+  *bad_ba = !all_zero_v(ba);
+  *bad_ab = !all_zero_v(ab);
+  return i;
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define BC_AVX2 __attribute__((target("avx2")))
+
+BC_AVX2 static inline __m256i shift_v32(__m256i x, __m256i d, __m256i ones) {
+  return _mm256_or_si256(_mm256_subs_epu8(x, d), _mm256_cmpeq_epi8(x, ones));
+}
+
+BC_AVX2 static size_t merge_u8_avx2(uint8_t *restrict dst,
+                                    const uint8_t *restrict src, size_t n,
+                                    uint8_t d_dst, uint8_t d_src) {
+  const __m256i ones = _mm256_set1_epi8(-1), dd = _mm256_set1_epi8((char)d_dst),
+                ds = _mm256_set1_epi8((char)d_src);
+  size_t i = 0;
+  if (d_dst == 0 && d_src == 0) {
+    for (; i + 32 <= n; i += 32)
+      _mm256_storeu_si256(
+          (__m256i *)(dst + i),
+          _mm256_max_epu8(_mm256_loadu_si256((const __m256i *)(dst + i)),
+                          _mm256_loadu_si256((const __m256i *)(src + i))));
+    return i;
+  }
+  for (; i + 32 <= n; i += 32) {
+    __m256i a = _mm256_loadu_si256((const __m256i *)(dst + i));
+    __m256i b = _mm256_loadu_si256((const __m256i *)(src + i));
+    a = _mm256_max_epu8(shift_v32(a, dd, ones), shift_v32(b, ds, ones));
+    _mm256_storeu_si256((__m256i *)(dst + i), a);
+  }
+  return i;
+}
+
+BC_AVX2 static size_t compare_u8_avx2(const uint8_t *restrict a,
+                                      const uint8_t *restrict b, size_t n,
+                                      uint8_t d, bool *bad_ba, bool *bad_ab) {
+  const __m256i ones = _mm256_set1_epi8(-1), dv = _mm256_set1_epi8((char)d);
+  __m256i ba = _mm256_setzero_si256(), ab = _mm256_setzero_si256();
+  size_t i = 0;
+  while (i + 128 <= n) {
+    for (size_t j = i; j < i + 128; j += 32) {
+      __m256i x = _mm256_loadu_si256((const __m256i *)(a + j));
+      __m256i y = _mm256_loadu_si256((const __m256i *)(b + j));
+      if (d) {
+        ba = _mm256_or_si256(ba, _mm256_subs_epu8(shift_v32(x, dv, ones), y));
+        ab = _mm256_or_si256(ab, _mm256_subs_epu8(_mm256_adds_epu8(y, dv), x));
+      } else {
+        ba = _mm256_or_si256(ba, _mm256_subs_epu8(x, y));
+        ab = _mm256_or_si256(ab, _mm256_subs_epu8(y, x));
+      }
+    }
+    i += 128;
+    if (!_mm256_testz_si256(ba, ba) && !_mm256_testz_si256(ab, ab)) break;
+  }
+  *bad_ba = !_mm256_testz_si256(ba, ba);
+  *bad_ab = !_mm256_testz_si256(ab, ab);
+  return i;
+}
+
+static bool have_avx2(void) {
+  return simd_level == BK__SIMD_AUTO && __builtin_cpu_supports("avx2");
+}
+#else
+static size_t merge_u8_avx2(uint8_t *restrict dst, const uint8_t *restrict src,
+                            size_t n, uint8_t d_dst, uint8_t d_src) {
+  return merge_u8_sse2(dst, src, n, d_dst, d_src);
+}
+static size_t compare_u8_avx2(const uint8_t *restrict a,
+                              const uint8_t *restrict b, size_t n, uint8_t d,
+                              bool *bad_ba, bool *bad_ab) {
+  return compare_u8_sse2(a, b, n, d, bad_ba, bad_ab);
+}
+static bool have_avx2(void) {
+  return false;
+}
+#endif
+
+static void merge_u8(uint8_t *restrict dst, const uint8_t *restrict src,
+                     size_t n, uint8_t d_dst, uint8_t d_src) {
+  if (simd_level == BK__SIMD_PORTABLE) {
+    merge_uint8_t(dst, src, n, d_dst, d_src, 0xFF);
+    return;
+  }
+  size_t i = have_avx2() ? merge_u8_avx2(dst, src, n, d_dst, d_src)
+                         : merge_u8_sse2(dst, src, n, d_dst, d_src);
+  if (i < n) merge_uint8_t(dst + i, src + i, n - i, d_dst, d_src, 0xFF);
+}
+
+static void compare_u8(const uint8_t *restrict a, const uint8_t *restrict b,
+                       size_t n, uint8_t d, bool *b_ge_a, bool *a_ge_b) {
+  if (simd_level == BK__SIMD_PORTABLE) {
+    compare_uint8_t(a, b, n, d, 0xFF, b_ge_a, a_ge_b);
+    return;
+  }
+  bool bad_ba, bad_ab;
+  size_t i = have_avx2() ? compare_u8_avx2(a, b, n, d, &bad_ba, &bad_ab)
+                         : compare_u8_sse2(a, b, n, d, &bad_ba, &bad_ab);
+  bool tail_ba = true, tail_ab = true;
+  if (i < n && !(bad_ba && bad_ab))
+    compare_uint8_t(a + i, b + i, n - i, d, 0xFF, &tail_ba, &tail_ab);
+  *b_ge_a = !bad_ba && tail_ba;
+  *a_ge_b = !bad_ab && tail_ab;
+}
+#else
+static void merge_u8(uint8_t *restrict dst, const uint8_t *restrict src,
+                     size_t n, uint8_t d_dst, uint8_t d_src) {
+  merge_uint8_t(dst, src, n, d_dst, d_src, 0xFF);
+}
+static void compare_u8(const uint8_t *restrict a, const uint8_t *restrict b,
+                       size_t n, uint8_t d, bool *b_ge_a, bool *a_ge_b) {
+  compare_uint8_t(a, b, n, d, 0xFF, b_ge_a, a_ge_b);
+}
+#endif
 
 /* Clamp a base difference to a counter's range. */
 static inline uint32_t clamp_d(uint64_t d, uint32_t max) {
@@ -268,8 +482,7 @@ static void merge_raw(bk_bloomclock *dst, const void *src, uint64_t src_base) {
   const size_t n = (size_t)dst->m;
   switch (dst->width) {
     case 8:
-      merge_uint8_t(dst->counters, src, n, (uint8_t)d_dst, (uint8_t)d_src,
-                    (uint8_t)max);
+      merge_u8(dst->counters, src, n, (uint8_t)d_dst, (uint8_t)d_src);
       break;
     case 16:
       merge_uint16_t(dst->counters, src, n, (uint16_t)d_dst, (uint16_t)d_src,
@@ -306,8 +519,7 @@ static void dominance(const bk_bloomclock *y, const bk_bloomclock *z,
   bool b_ge_a, a_ge_b;
   switch (a->width) {
     case 8:
-      compare_uint8_t(a->counters, b->counters, n, (uint8_t)d, (uint8_t)a->max,
-                      &b_ge_a, &a_ge_b);
+      compare_u8(a->counters, b->counters, n, (uint8_t)d, &b_ge_a, &a_ge_b);
       break;
     case 16:
       compare_uint16_t(a->counters, b->counters, n, (uint16_t)d,

@@ -29,4 +29,8 @@ struct bk_bloomclock {
 BK_API void bk__bloomclock_event_indices(const bk_bloomclock *c, uint64_t pid,
                                          uint64_t x, uint64_t *idx);
 
+/* Tests only: which 8-bit merge/compare kernels run. */
+enum { BK__SIMD_AUTO = 0, BK__SIMD_SSE2 = 1, BK__SIMD_PORTABLE = 2 };
+BK_API void bk__bloomclock_set_simd(int level);
+
 #endif

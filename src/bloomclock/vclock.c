@@ -82,9 +82,58 @@ bk_status bk_vclock_tick(bk_vclock *v) {
   return BK_OK;
 }
 
+/* Blocks of 64 entries (a trip count GCC's -O2 vectoriser accepts), then
+ * the rest; compiled twice, plain and for AVX2 (chosen at run time), since
+ * the unsigned 32-bit max and compare the loops need have no SSE2
+ * instruction: the reference clock gets the same vector unit as the Bloom
+ * clock's kernels, so the benchmark's ratios compare like with like. */
+#define VC_KERNELS(suffix, attr)                                               \
+  attr static void max_into_##suffix(uint32_t *restrict dst,                   \
+                                     const uint32_t *restrict src, size_t n) { \
+    size_t i = 0;                                                              \
+    for (; i + 64 <= n; i += 64)                                               \
+      for (size_t j = i; j < i + 64; j++)                                      \
+        dst[j] = dst[j] > src[j] ? dst[j] : src[j];                            \
+    for (; i < n; i++) dst[i] = dst[i] > src[i] ? dst[i] : src[i];             \
+  }                                                                            \
+  attr static void order_##suffix(const uint32_t *restrict a,                  \
+                                  const uint32_t *restrict b, size_t n,        \
+                                  bool *a_gt, bool *b_gt) {                    \
+    uint32_t y_gt = 0, z_gt = 0;                                               \
+    size_t i = 0;                                                              \
+    for (; i + 64 <= n && !(y_gt && z_gt); i += 64)                            \
+      for (size_t j = i; j < i + 64; j++) {                                    \
+        y_gt |= (uint32_t) - (uint32_t)(a[j] > b[j]);                          \
+        z_gt |= (uint32_t) - (uint32_t)(b[j] > a[j]);                          \
+      }                                                                        \
+    for (; i < n; i++) {                                                       \
+      y_gt |= (uint32_t) - (uint32_t)(a[i] > b[i]);                            \
+      z_gt |= (uint32_t) - (uint32_t)(b[i] > a[i]);                            \
+    }                                                                          \
+    *a_gt = y_gt != 0;                                                         \
+    *b_gt = z_gt != 0;                                                         \
+  }
+
+VC_KERNELS(plain, )
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+VC_KERNELS(avx2, __attribute__((target("avx2"))))
+static bool have_avx2(void) {
+  return __builtin_cpu_supports("avx2");
+}
+#else
+static bool have_avx2(void) {
+  return false;
+}
+#define max_into_avx2 max_into_plain
+#define order_avx2 order_plain
+#endif
+
 static void max_into(uint32_t *restrict dst, const uint32_t *restrict src,
                      size_t n) {
-  for (size_t i = 0; i < n; i++) dst[i] = dst[i] > src[i] ? dst[i] : src[i];
+  if (have_avx2())
+    max_into_avx2(dst, src, n);
+  else
+    max_into_plain(dst, src, n);
 }
 
 bk_status bk_vclock_merge(bk_vclock *v, const bk_vclock *msg) {
@@ -98,12 +147,11 @@ bk_status bk_vclock_compare(const bk_vclock *y, const bk_vclock *z,
                             bk_causality *out) {
   BK_RETURN_IF(!y || !z || !out, BK_EINVAL);
   BK_RETURN_IF(y->processes != z->processes, BK_EMISMATCH);
-  unsigned y_gt = 0, z_gt = 0;
-  const uint32_t *a = y->v, *b = z->v;
-  for (size_t i = 0; i < (size_t)y->processes; i++) {
-    y_gt |= (unsigned)(a[i] > b[i]);
-    z_gt |= (unsigned)(b[i] > a[i]);
-  }
+  bool y_gt, z_gt;
+  if (have_avx2())
+    order_avx2(y->v, z->v, (size_t)y->processes, &y_gt, &z_gt);
+  else
+    order_plain(y->v, z->v, (size_t)y->processes, &y_gt, &z_gt);
   *out = y_gt ? (z_gt ? BK_CAUSAL_CONCURRENT : BK_CAUSAL_AFTER)
               : (z_gt ? BK_CAUSAL_BEFORE : BK_CAUSAL_EQUAL);
   return BK_OK;
