@@ -82,6 +82,9 @@ typedef struct bucket {
   uint64_t concurrent, concurrent_pos; /* y || z; and B_z >= B_y among them */
   double sum_pr_conc, sum_prfp;        /* over pr-evaluated pairs */
   uint64_t n_pr_conc;
+  /* Over concurrent pairs: events y has seen that z has not (u), the
+   * params model's rate for one such event (u = 1) and for u of them. */
+  double sum_u, sum_model_one, sum_model_u;
 } bucket;
 
 typedef struct result {
@@ -175,7 +178,7 @@ static unsigned dist_bucket(uint64_t d) {
 
 /* Evaluate one ordered pair into t (and the distance buckets if given). */
 static int evaluate(const record *y, const record *z, bool with_pr, tally *t,
-                    bucket *dist) {
+                    bucket *dist, uint64_t m, unsigned k) {
   bk_causality truth, got;
   uint64_t d;
   if (bk_vclock_compare(y->v, z->v, &truth) != BK_OK ||
@@ -211,6 +214,15 @@ static int evaluate(const record *y, const record *z, bool with_pr, tally *t,
     bucket *b = &dist[dist_bucket(d)];
     b->concurrent++;
     b->concurrent_pos += pos;
+    /* The Bloom filter model behind bk_bloomclock_params: each of y's k
+     * increments per unseen event must land on a counter z's d unseen
+     * events raised, probability f = 1 - (1 - 1/m)^(k d) each. */
+    uint64_t u;
+    if (bk_vclock_unseen(z->v, y->v, &u) != BK_OK) return 1;
+    const double f = -expm1((double)k * (double)d * log1p(-1.0 / (double)m));
+    b->sum_u += (double)u;
+    b->sum_model_one += pow(f, (double)k);
+    b->sum_model_u += pow(f, (double)k * (double)u);
     if (with_pr) {
       b->n_pr_conc++;
       b->sum_pr_conc += pr;
@@ -354,7 +366,7 @@ static int run(const options *o, result *res) {
       uint64_t b = below(&samp, n_sampled - 1);
       if (b >= a) b++;
       if (evaluate(&sampled[a], &sampled[b], q < o->pr_pairs, &res->sampled,
-                   res->dist))
+                   res->dist, o->m, o->k))
         goto fail;
     }
   /* Every ordered pair of the slice; pr_p on a spread-out subset of them. */
@@ -367,7 +379,9 @@ static int run(const options *o, result *res) {
       if (a == b) continue;
       const bool with_pr = pr_every && idx % pr_every == 0;
       idx++;
-      if (evaluate(&slice[a], &slice[b], with_pr, &res->slice, NULL)) goto fail;
+      if (evaluate(&slice[a], &slice[b], with_pr, &res->slice, NULL, o->m,
+                   o->k))
+        goto fail;
     }
   status = 0;
 fail:
@@ -442,7 +456,8 @@ static void print_row(FILE *f, const char *set, const result *r,
 
 #define DIST_HEADER                                              \
   "distance_lo,distance_hi,pairs,concurrent,conc_positive_rate," \
-  "mean_pr_p_concurrent,mean_pr_fp_formula,fp_share_measured,mean_pr_p"
+  "mean_pr_p_concurrent,mean_pr_fp_formula,fp_share_measured,"   \
+  "mean_pr_p,mean_u,model_one_event,model_u_events"
 
 static void print_dist(FILE *f, const result *r) {
   for (unsigned b = 0; b < N_DIST; b++) {
@@ -451,15 +466,16 @@ static void print_dist(FILE *f, const result *r) {
     if (!n) continue;
     const uint64_t lo = b == 0 ? 0 : (uint64_t)1 << (b - 1);
     const uint64_t hi = b == 0 ? 0 : ((uint64_t)1 << b) - 1;
+    const double nc = (double)x->concurrent;
     fprintf(f,
             "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-            ",%.6f,%.6f,%.6f,%.6f,%.6f\n",
-            lo, hi, n, x->concurrent,
-            ratio((double)x->concurrent_pos, (double)x->concurrent),
+            ",%.6f,%.6f,%.6f,%.6f,%.6f,%.1f,%.6f,%.6f\n",
+            lo, hi, n, x->concurrent, ratio((double)x->concurrent_pos, nc),
             ratio(x->sum_pr_conc, (double)x->n_pr_conc),
             ratio(x->sum_prfp, (double)x->t.n_pr),
             ratio((double)x->t.fp, (double)n),
-            ratio(x->t.sum_pr, (double)x->t.n_pr));
+            ratio(x->t.sum_pr, (double)x->t.n_pr), ratio(x->sum_u, nc),
+            ratio(x->sum_model_one, nc), ratio(x->sum_model_u, nc));
   }
 }
 
@@ -545,10 +561,11 @@ static int plot_distance(const options *o, const result *r) {
       .title = "Bloom clock: positives against the distance from y to z",
       .x = "distance_hi",
       .xlabel = "events z has seen that y has not (bucket upper end)",
-      .ylabel = "probability",
+      .ylabel = "probability (0 not drawn)",
       .logx = true,
+      .logy = true,
       .key = "top left",
-      .n_series = 4,
+      .n_series = 6,
       .series = {{.column = "conc_positive_rate",
                   .title = "measured: B_z >= B_y among concurrent pairs"},
                  {.column = "mean_pr_p_concurrent",
@@ -556,7 +573,11 @@ static int plot_distance(const options *o, const result *r) {
                  {.column = "fp_share_measured",
                   .title = "measured: false positives among all pairs"},
                  {.column = "mean_pr_fp_formula",
-                  .title = "slides' pr_fp = (1 - pr_p) pr_p (mean)"}},
+                  .title = "slides' pr_fp = (1 - pr_p) pr_p (mean)"},
+                 {.column = "model_one_event",
+                  .title = "params model, y one event ahead (worst case)"},
+                 {.column = "model_u_events",
+                  .title = "Bloom-filter model, y u events ahead"}},
   };
   int status = bk_plot_draw(o->plot_dir, &fig, stderr);
   free(path);
