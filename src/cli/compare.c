@@ -962,12 +962,7 @@ int bk_cli_compare(int argc, char **argv) {
   if (csv && json)
     return bk_cli_usage_error(stderr, PROG, "--csv and --json: pick one");
   if (plot_dir) {
-    if (!bk_plot_available()) {
-      fprintf(stderr, PROG ": --plot needs gnuplot (Debian: gnuplot-nox; "
-                           "scripts/bootstrap.sh installs it)\n");
-      return 1;
-    }
-    if (bk_plot_make_dir(PROG, plot_dir, stderr)) return 1;
+    if (bk_plot_prepare(PROG, plot_dir, stderr)) return 1;
   }
   status = 1;
   if (keys_file) {

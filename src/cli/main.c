@@ -27,7 +27,7 @@ static const bk_cli_subcommand subcommands[] = {
      bk_cli_fbf_experiments},
     {"sim",
      "simulations: `sim counters`, idempotent counters under retries "
-     "(thesis Fig. 6.7, 6.9)",
+     "(thesis Fig. 6.7, 6.9); `sim clocks`, Bloom against vector clocks",
      bk_cli_sim},
 };
 

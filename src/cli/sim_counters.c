@@ -1226,12 +1226,7 @@ static int sim_counters(int argc, char **argv) {
     }
   }
   if (o.plot_dir) {
-    if (!bk_plot_available()) {
-      fprintf(stderr, PROG ": --plot needs gnuplot (Debian: gnuplot-nox; "
-                      "scripts/bootstrap.sh installs it)\n");
-      return 1;
-    }
-    if (bk_plot_make_dir(PROG, o.plot_dir, stderr)) return 1;
+    if (bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
   }
   filter_shape fs;
   if ((status = check_options(&o)) || (status = shape_filters(&o, &fs)) ||
@@ -1252,6 +1247,10 @@ static const bk_cli_subcommand simulations[] = {
      "idempotent counters under client retries: NONE / RBF / FBF / "
      "FBF_ADAPTIVE (thesis Fig. 6.7, 6.9)",
      sim_counters},
+    {"clocks",
+     "Bloom clocks against vector clocks on a simulated execution "
+     "(issue #12)",
+     bk_cli_sim_clocks},
 };
 
 int bk_cli_sim(int argc, char **argv) {
