@@ -132,6 +132,10 @@ static void seeds_bloom(void) {
       {"murmur-standard",
        {.m_bits = 640, .k = 2, .hash_alg = BK_HASH_MURMUR3, .seed = 42},
        40},
+      {"split-half",
+       {.m_bits = 1024, .layout = BK_BLOOM_SPLIT_BLOCK, .hash_alg = BK_HASH_XXH64},
+       24},
+      {"split-xxh3-empty", {.m_bits = 768, .layout = BK_BLOOM_SPLIT_BLOCK}, 0},
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     bk_bloom *b;
