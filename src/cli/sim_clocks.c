@@ -585,7 +585,8 @@ static int plot_distance(const options *o, const result *r) {
 }
 
 static int plot_sweep(const options *o, const char *name, const char *x,
-                      const char *xlabel, const char *csv_text) {
+                      const char *xlabel, const char *title,
+                      const char *csv_text) {
   char file[64];
   snprintf(file, sizeof file, "%s.csv", name);
   char *path = join(o->plot_dir, file);
@@ -601,10 +602,10 @@ static int plot_sweep(const options *o, const char *name, const char *x,
   bk_plot_figure fig = {
       .name = name,
       .csv = path,
-      .title = "Bloom clock false positive rate, sampled pairs",
+      .title = title,
       .x = x,
       .xlabel = xlabel,
-      .ylabel = "fpr = FP / (FP + TN)",
+      .ylabel = "rate",
       .logx = true,
       .logy = true,
       .key = "bottom left",
@@ -789,7 +790,22 @@ static int sim_clocks(int argc, char **argv) {
              o.n_sweep_m   ? "m (counters)"
              : o.n_sweep_k ? "k (hashes per event)"
                            : "p (processes)");
-    if (plot_sweep(&o, name, what, xlabel, csv)) {
+    char title[160];
+    if (o.n_sweep_m)
+      snprintf(title, sizeof title,
+               "Bloom clock against m: p = %" PRIu64 ", k = %u, sampled pairs",
+               res->p, res->k);
+    else if (o.n_sweep_k)
+      snprintf(title, sizeof title,
+               "Bloom clock against k: p = %" PRIu64 ", m = %" PRIu64
+               ", sampled pairs",
+               res->p, res->m);
+    else
+      snprintf(title, sizeof title,
+               "Bloom clock against p, (m, k) from bk_bloomclock_params "
+               "for fpr %g: sampled pairs",
+               o.target_fpr);
+    if (plot_sweep(&o, name, what, xlabel, title, csv)) {
       free(csv);
       goto done;
     }
