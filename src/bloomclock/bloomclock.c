@@ -17,16 +17,16 @@
  *
  * Merge and compare work on the counters directly, shifting the clock with
  * the smaller base by the difference of the bases (clamped to MAX) with
- * saturating arithmetic; the loops are written as branch-free selects over
- * one element type so the compiler vectorises them (SSE2 psubusb/pmaxub for
- * 8-bit counters at -O2 -ftree-vectorize, which RelWithDebInfo enables).
+ * saturating arithmetic. For 8-bit counters they run as SSE2 or, where the
+ * CPU has it (checked at run time), AVX2 saturating byte operations; the
+ * portable branch-free loops serve the other widths, other CPUs and the
+ * last partial block (the "kernels" section below).
  *
  * Event hashing: event x of process i is the 16 bytes
  * [i as u64 LE][x as u64 LE] hashed once with the clock's algorithm and
  * seed; the k counters are bk__indices(h, k, m) (enhanced double hashing,
  * as bk_bloom), with repetition allowed.
  */
-#include <float.h>
 #include <math.h>
 #include <string.h>
 
