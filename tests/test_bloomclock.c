@@ -866,6 +866,18 @@ static void test_vclock(void **state) {
   assert_bk_status(bk_vclock_tick(NULL), BK_EINVAL);
   assert_bk_status(bk_vclock_merge(NULL, a), BK_EINVAL);
   assert_int_equal(bk_vclock_processes(NULL), 0);
+  /* Hostile or foreign bytes on the receive path leave the clock alone. */
+  const uint64_t sum_before = bk_vclock_sum(b);
+  for (size_t cut = 0; cut < len; cut += 5)
+    assert_bk_status(bk_vclock_receive(b, blob + 1, cut), BK_ECORRUPT);
+  size_t blen;
+  assert_bk_ok(bk_vclock_serialized_size(big, &blen));
+  unsigned char *bb = malloc(blen);
+  assert_bk_ok(bk_vclock_serialize(big, bb, blen, &w));
+  assert_bk_status(bk_vclock_receive(b, bb, w), BK_EMISMATCH);
+  assert_bk_status(bk_vclock_receive(NULL, bb, w), BK_EINVAL);
+  free(bb);
+  assert_int_equal(bk_vclock_sum(b), sum_before);
   bk_test_codec_arguments(&bk_test_codec_vclock, b);
   bk_test_codec_hostile(&bk_test_codec_vclock, b, seed);
   /* An entry at 2^32 - 1 cannot tick: BK_ERANGE, nothing changes. */

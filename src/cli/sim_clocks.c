@@ -50,7 +50,9 @@
 #include "cli/plot.h"
 
 #define PROG "bloomkit sim clocks"
-#define MAX_P 65536u
+/* Every process holds a vector clock of p entries: p^2 * 4 bytes, 1 GiB at
+ * the cap. */
+#define MAX_P 16384u
 #define MAX_SWEEP 32
 #define N_DIST 40
 
