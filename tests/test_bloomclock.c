@@ -732,9 +732,14 @@ static void test_params(void **state) {
       "params p=%u: m=%llu k=%u, fp rate %.4f (formula %.4f, "
       "target %.3f)\n",
       p, (unsigned long long)m, k, rate, want, target);
-  /* 5 standard deviations; the Bloom formula assumes the k positions of
-   * y's event are independent of z's, which they are (distinct events). */
-  assert_true(fabs(rate - want) < 5 * sd + 0.005);
+  /* Within 5 standard deviations of the Bloom formula (a false failure
+   * once in 1.7 million runs): y's k positions are independent of the
+   * other events' (distinct events, one hash each). The formula asks for
+   * one increment of z on each of y's counters; when y's event hits a
+   * counter twice (probability about k^2 / 2m = 1 %) z needs two there,
+   * so the true rate is a little below the formula (measured 0.0435
+   * against 0.0498 at the default seed, 1.3 sd). */
+  assert_true(fabs(rate - want) < 5 * sd);
   assert_true(rate < target + 5 * sd);
   bk_bloomclock_destroy(y);
   bk_bloomclock_destroy(z);
