@@ -731,6 +731,16 @@ static int sim_clocks(int argc, char **argv) {
       (o.n_sweep_m > 0) + (o.n_sweep_k > 0) + (o.n_sweep_p > 0);
   if (n_sweeps > 1)
     return bk_cli_usage_error(stderr, PROG, "one sweep at a time");
+  const double *lists[3] = {o.sweep_m, o.sweep_k, o.sweep_p};
+  const size_t counts[3] = {o.n_sweep_m, o.n_sweep_k, o.n_sweep_p};
+  static const char *const list_names[3] = {"--sweep-m", "--sweep-k",
+                                            "--sweep-p"};
+  for (int l = 0; l < 3; l++)
+    for (size_t i = 0; i < counts[l]; i++)
+      if (lists[l][i] != floor(lists[l][i]))
+        return bk_cli_usage_error(stderr, PROG,
+                                  "%s: '%g' is not a whole number",
+                                  list_names[l], lists[l][i]);
   if (o.plot_dir && bk_plot_make_dir(PROG, o.plot_dir, stderr)) return 1;
   const bool plot = o.plot_dir && bk_plot_available();
   if (o.plot_dir && !plot)
