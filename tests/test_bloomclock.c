@@ -830,6 +830,25 @@ static void test_wire_roundtrip_and_hostile(void **state) {
                               "m beyond the payload");
     bk_test_codec_expect_edit(cd, blob, len, 30, 1, 0, BK_ECORRUPT,
                               "hash algorithm 0");
+    bk_test_codec_expect_edit(cd, blob, len, 48, 8, 0, BK_ECORRUPT,
+                              "counters but no event");
+    bk_test_codec_expect_edit(cd, blob, len, 48, 8, 1, BK_OK,
+                              "one event, merged counters");
+    /* A fresh clock: zero counters with events 0 and base 0 only. */
+    bk_bloomclock *fresh = make_bc(37, 3, width, 1);
+    size_t flen;
+    unsigned char *fb =
+        bk_test_serialize(&bk_test_codec_bloomclock, fresh, &flen);
+    assert_bk_status(bk_test_codec_load(cd, fb, flen, NULL), BK_OK);
+    bk_test_codec_expect_edit(cd, fb, flen, 48, 8, 3, BK_ECORRUPT,
+                              "events without counters");
+    bk_test_codec_expect_edit(cd, fb, flen, 56, 8, 5, BK_ECORRUPT,
+                              "a base without events");
+    bk_test_codec_expect_edit(cd, fb, flen, 64, 1, 1, BK_ECORRUPT,
+                              "a counter without events");
+    bk_test_codec_hostile(cd, fresh, seed ^ width);
+    free(fb);
+    bk_bloomclock_destroy(fresh);
     if (width == 8) /* 37 counters in 40 bytes: the last 3 are padding */
       bk_test_codec_expect_edit(cd, blob, len, 64 + 37, 1, 1, BK_ECORRUPT,
                                 "padding");

@@ -810,6 +810,14 @@ static bk_status bc_parse(const void *buf, size_t len, bc_view *v) {
   BK_RETURN_IF(fv.payload_len != payload, BK_ECORRUPT);
   const size_t used = (size_t)(v->m * (v->width / 8));
   BK_RETURN_IF(!bk__all_zero(fv.payload + used, payload - used), BK_ECORRUPT);
+  /* Reachable states only: a clock that never ticked (events 0; a merge
+   * ticks too) is the zero clock, base 0; one that ticked has a counter
+   * above zero (a tick raises k counters, renormalising leaves the one that
+   * triggered it at 1 or more, a merge is followed by a tick, and nothing
+   * else lowers a counter). */
+  const bool zero = bk__all_zero(fv.payload, used);
+  BK_RETURN_IF(zero != (v->events == 0), BK_ECORRUPT);
+  BK_RETURN_IF(v->events == 0 && v->base != 0, BK_ECORRUPT);
   v->counters = fv.payload;
   return BK_OK;
 }
