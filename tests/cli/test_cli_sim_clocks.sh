@@ -52,7 +52,7 @@ grep -q '^1024,1,0.01,1024,9824,7,' "$TMP/out" || fail "p = 1024 row: $(grep '^1
 
 for bad in "--internal 0.7 --send 0.5" "--delay-min 3 --delay-max 1" \
            "--counter-bits 12" "--processes 1" "--sweep-m 8 --sweep-k 2" \
-           "--topology star"; do
+           "--topology star" "--sweep-m 64,96.5"; do
   CASE="usage error: $bad"
   "$BK" sim clocks $bad >"$TMP/out" 2>"$TMP/err"
   st=$?
