@@ -110,6 +110,7 @@ static bool open_key(RedisModuleCtx *ctx, RedisModuleString *name, int mode,
  *             [AT now_ms] */
 static int cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv,
                        int argc) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
   if (argc < 4) return RedisModule_WrongArity(ctx);
   fbf_params p = {.fpp = bk_rm_config.fpp};
   if (!bk_rm_parse_u64(argv[2], 1, BK_RM_MAX_CAPACITY, &p.capacity))
@@ -154,6 +155,7 @@ static int cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv,
  * when it was (or seemed, with the filter's fpp) already present. */
 static int add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
                bool explicit_time) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
   int first = explicit_time ? 3 : 2;
   if (argc < first + 1) return RedisModule_WrongArity(ctx);
   uint64_t at = 0;
@@ -200,6 +202,7 @@ static int cmd_addat(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
 
 static int exists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
                   bool multi) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
   if (multi ? argc < 3 : argc != 3) return RedisModule_WrongArity(ctx);
   RedisModuleKey *key;
   rm_fbf *v;
@@ -232,6 +235,7 @@ static int cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv,
 
 /* FBF.INFO key: name/value pairs. */
 static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
   if (argc != 2) return RedisModule_WrongArity(ctx);
   RedisModuleKey *key;
   rm_fbf *v;
@@ -364,6 +368,7 @@ static void fbf_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key,
 
 /* FBF.LOAD key now_ms blob */
 static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
   if (argc != 4) return RedisModule_WrongArity(ctx);
   uint64_t now;
   if (!bk_rm_parse_u64(argv[2], 0, UINT64_MAX >> 1, &now))

@@ -113,6 +113,7 @@ static bool open_write(RedisModuleCtx *ctx, RedisModuleString *name,
  *              [CAPACITY ops_per_period] [AT now_ms] */
 static int cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv,
                        int argc) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
   if (argc < 4 || argc % 2) return RedisModule_WrongArity(ctx);
   idem_params p;
   params_default(&p);
@@ -168,6 +169,7 @@ static int cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv,
  * Reply: [value, 1 applied | 0 duplicate]. */
 static int incr(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
                 bool explicit_time) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
   if (argc != (explicit_time ? 7 : 6)) return RedisModule_WrongArity(ctx);
   size_t counter_len;
   const char *counter = RedisModule_StringPtrLen(argv[2], &counter_len);
@@ -245,6 +247,7 @@ static bool open_read(RedisModuleCtx *ctx, RedisModuleString *name,
 
 /* IDEM.GET table counter: the value, or nil. */
 static int cmd_get(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
   if (argc != 3) return RedisModule_WrongArity(ctx);
   size_t counter_len;
   const char *counter = RedisModule_StringPtrLen(argv[2], &counter_len);
@@ -266,6 +269,7 @@ static size_t idem_memory(const rm_idem *v) {
 
 /* IDEM.INFO table: name/value pairs. */
 static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
   if (argc != 2) return RedisModule_WrongArity(ctx);
   rm_idem *v;
   if (!open_read(ctx, argv[1], &v)) return REDISMODULE_OK;
@@ -409,6 +413,7 @@ static void idem_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key,
 /* IDEM.LOAD table now_ms blob: set the key to the table the blob holds
  * (what the AOF rewrite emits; also a way to restore a saved table). */
 static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
   if (argc != 4) return RedisModule_WrongArity(ctx);
   uint64_t now;
   if (!bk_rm_parse_u64(argv[2], 0, UINT64_MAX >> 1, &now))
