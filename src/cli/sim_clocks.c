@@ -786,10 +786,8 @@ static int sim_clocks(int argc, char **argv) {
         return bk_cli_usage_error(stderr, PROG,
                                   "%s: '%g' is not a whole number",
                                   list_names[l], lists[l][i]);
-  if (o.plot_dir && bk_plot_make_dir(PROG, o.plot_dir, stderr)) return 1;
-  const bool plot = o.plot_dir && bk_plot_available();
-  if (o.plot_dir && !plot)
-    fprintf(stderr, PROG ": gnuplot not found: no pictures\n");
+  if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
+  const bool plot = o.plot_dir != NULL;
   result *res = malloc(sizeof *res);
   if (!res) return 1;
   status = 1;
