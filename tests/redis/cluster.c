@@ -87,6 +87,7 @@ static int run_cli(const char *const *args, const char *log, bool background) {
   argv[argc] = NULL;
   pid_t pid = fork();
   if (pid == 0) {
+    setenv("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1", 1);
     FILE *f = freopen(log, "a", stdout);
     (void)f;
     dup2(1, 2);
