@@ -2,8 +2,8 @@
 /*
  * The bloomkit Redis module's entry point: RedisModule_OnLoad parses the
  * loadmodule arguments into the module-level defaults and registers the
- * IDEM (idempotent counter tables, idem.c) and FBF (forgetful Bloom
- * filters, fbf.c) data types and commands. Also the helpers every command
+ * IDEM (idempotent counter tables, idem.c), FBF (forgetful Bloom filters,
+ * fbf.c) and CBF (counting Bloom filters, cbf.c) data types and commands. Also the helpers every command
  * shares (rm.h).
  */
 #define BK_RM_MAIN
@@ -23,6 +23,7 @@ bk_rm_defaults bk_rm_config = {
     .strategy = BK_IDEM_FBF,
     .fbf_capacity = 100000,
     .fbf_window = 60000,
+    .cbf_capacity = 100000,
 };
 
 /* bloomkit's allocations go through Redis' allocator: they count in INFO
@@ -103,7 +104,7 @@ uint64_t bk_rm_clock(uint64_t last) {
 
 /* loadmodule bloomkit.so [retry_timeout ms] [fpp p] [ops_per_period n]
  *                        [strategy fbf|adaptive] [fbf_capacity n]
- *                        [fbf_window ms] */
+ *                        [fbf_window ms] [cbf_capacity n] */
 static int parse_module_args(RedisModuleCtx *ctx, RedisModuleString **argv,
                              int argc) {
   if (argc % 2) {
@@ -134,6 +135,9 @@ static int parse_module_args(RedisModuleCtx *ctx, RedisModuleString **argv,
                            &bk_rm_config.fbf_capacity);
     else if (bk_rm_is(name, "fbf_window"))
       ok = bk_rm_parse_u64(value, 1, BK_RM_MAX_MS, &bk_rm_config.fbf_window);
+    else if (bk_rm_is(name, "cbf_capacity"))
+      ok = bk_rm_parse_u64(value, 1, BK_RM_MAX_CAPACITY,
+                           &bk_rm_config.cbf_capacity);
     else {
       RedisModule_Log(ctx, "warning", "bloomkit: unknown module argument '%s'",
                       RedisModule_StringPtrLen(name, NULL));
@@ -165,5 +169,6 @@ __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ct
   RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
   if (bk_rm_idem_init(ctx) == REDISMODULE_ERR) return REDISMODULE_ERR;
   if (bk_rm_fbf_init(ctx) == REDISMODULE_ERR) return REDISMODULE_ERR;
+  if (bk_rm_cbf_init(ctx) == REDISMODULE_ERR) return REDISMODULE_ERR;
   return REDISMODULE_OK;
 }

@@ -37,6 +37,7 @@ typedef struct bk_rm_defaults {
   bk_idem_strategy strategy;  /* IDEM tables: fbf or adaptive */
   uint64_t fbf_capacity;      /* FBFs: items per refresh period */
   uint64_t fbf_window;        /* FBFs: ms an item is remembered at least */
+  uint64_t cbf_capacity;      /* CBFs: items present at once */
 } bk_rm_defaults;
 
 extern bk_rm_defaults bk_rm_config;
@@ -66,5 +67,6 @@ uint64_t bk_rm_clock(uint64_t last);
 /* Register each data type and its commands. */
 int bk_rm_idem_init(RedisModuleCtx *ctx);
 int bk_rm_fbf_init(RedisModuleCtx *ctx);
+int bk_rm_cbf_init(RedisModuleCtx *ctx);
 
 #endif

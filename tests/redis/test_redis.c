@@ -102,7 +102,11 @@ static void fingerprint(redisContext *c, char *out, size_t cap) {
   for (size_t i = 0; i < r->elements; i++)
     pos += (size_t)snprintf(out + pos, cap - pos, "%lld", r->element[i]->integer);
   freeReplyObject(r);
-  r = rh_cmd(c, "DEBUG DIGEST-VALUE t1 t2 {tag}t3 f1");
+  r = rh_cmd(c, "CBF.MEXISTS cb a b c d e f g h i j");
+  for (size_t i = 0; i < r->elements; i++)
+    pos += (size_t)snprintf(out + pos, cap - pos, "%lld", r->element[i]->integer);
+  freeReplyObject(r);
+  r = rh_cmd(c, "DEBUG DIGEST-VALUE t1 t2 {tag}t3 f1 cb");
   for (size_t i = 0; i < r->elements; i++)
     pos += (size_t)snprintf(out + pos, cap - pos, " %s", r->element[i]->str);
   freeReplyObject(r);
@@ -126,6 +130,8 @@ static void populate(redisContext *c, int round) {
   }
   redisReply *r = rh_cmd(c, "FBF.ADD f1 a b c %s", round ? "d" : "e");
   freeReplyObject(r);
+  freeReplyObject(rh_cmd(c, "CBF.ADD cb a b c %s", round ? "d" : "e"));
+  freeReplyObject(rh_cmd(c, "CBF.REM cb %s", round ? "a" : "b"));
 }
 
 /* Redis' CRC-64 (Jones, reflected), which DUMP payloads end with: the
@@ -277,6 +283,47 @@ static void single_commands(redisContext *c) {
   freeReplyObject(rh_cmd(c, "FBF.RESERVE fa 100 3000 ADAPTIVE AT 0"));
   RH_CHECK(info_field(c, "FBF.INFO", "fa", "adaptive") == 1, "adaptive");
 
+  /* CBF: counts, removes, errors. */
+  r = rh_cmd(c, "CBF.ADD c0 a b a");
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+               r->element[0]->integer >= 1 && r->element[2]->integer >= 2,
+           "CBF.ADD a b a");
+  freeReplyObject(r);
+  RH_CHECK(rh_int(c, "CBF.COUNT c0 a") >= 2 && rh_int(c, "CBF.EXISTS c0 b") == 1,
+           "CBF.COUNT / EXISTS");
+  r = rh_cmd(c, "CBF.REM c0 b zz");
+  RH_CHECK(r->elements == 2 && r->element[0]->integer == 1 &&
+               r->element[1]->integer == 0,
+           "CBF.REM b zz");
+  freeReplyObject(r);
+  RH_CHECK(rh_int(c, "CBF.EXISTS c0 b") == 0, "b removed");
+  r = rh_cmd(c, "CBF.MEXISTS c0 a b");
+  RH_CHECK(r->elements == 2 && r->element[0]->integer == 1 &&
+               r->element[1]->integer == 0, "CBF.MEXISTS");
+  freeReplyObject(r);
+  RH_CHECK(rh_int(c, "CBF.EXISTS nosuch a") == 0, "CBF on a missing key");
+  freeReplyObject(rh_cmd(c, "CBF.RESERVE c1 1000 FPP 0.01 BITS 8 BLOCKED"));
+  r = rh_cmd(c, "CBF.INFO c1");
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 18 &&
+               r->element[7]->integer == 8 &&
+               strcmp(r->element[9]->str, "blocked") == 0,
+           "CBF.INFO bits and layout");
+  freeReplyObject(r);
+  RH_CHECK(info_field(c, "CBF.INFO", "c0", "capacity") == 100000,
+           "cbf_capacity default");
+  rh_expect_error(c, "wrong number of arguments", "CBF.ADD c0");
+  rh_expect_error(c, "wrong number of arguments", "CBF.REM c0");
+  rh_expect_error(c, "wrong number of arguments", "CBF.COUNT c0 a b");
+  rh_expect_error(c, "wrong number of arguments", "CBF.RESERVE c9");
+  rh_expect_error(c, "invalid capacity", "CBF.RESERVE c9 0");
+  rh_expect_error(c, "invalid BITS", "CBF.RESERVE c9 10 BITS 5");
+  rh_expect_error(c, "invalid FPP", "CBF.RESERVE c9 10 FPP -1");
+  rh_expect_error(c, "invalid option", "CBF.RESERVE c9 10 WIDE");
+  rh_expect_error(c, "key exists", "CBF.RESERVE c0 10");
+  rh_expect_error(c, "WRONGTYPE", "CBF.ADD f0 a");
+  rh_expect_error(c, "WRONGTYPE", "FBF.ADD c0 a");
+  rh_expect_error(c, "invalid blob", "CBF.LOAD c9 garbage");
+
   /* Commands leak nothing: 3 x 4000 reads and writes of existing ids and
    * keys leave used_memory where it was, within 64 KiB of allocator noise
    * (a leaked key handle per command, as before the module used
@@ -313,8 +360,8 @@ static void single_commands(redisContext *c) {
 }
 
 static void single_dump_restore(redisContext *c) {
-  const char *keys[] = {"t0", "f0", "tw", "fw"};
-  for (size_t k = 0; k < 4; k++) {
+  const char *keys[] = {"t0", "f0", "tw", "fw", "c0", "c1"};
+  for (size_t k = 0; k < 6; k++) {
     redisReply *d = rh_cmd(c, "DUMP %s", keys[k]);
     RH_CHECK(d->type == REDIS_REPLY_STRING, "DUMP %s", keys[k]);
     redisReply *r = rh_cmd(c, "RESTORE copy 0 %b", d->str, d->len);
@@ -493,7 +540,13 @@ static int scenario_replica(void) {
     freeReplyObject(r);
     if (!up) rh_sleep_ms(50);
   }
-  /* Then the stream: applied ops, retries, FBF adds. */
+  /* Then the stream: explicit creations, applied ops, retries, adds. */
+  freeReplyObject(rh_cmd(mc, "CBF.RESERVE cfb 1000 FPP 0.01 BITS 8 BLOCKED"));
+  freeReplyObject(rh_cmd(mc, "FBF.RESERVE fa 100 3000 ADAPTIVE"));
+  freeReplyObject(rh_cmd(mc, "IDEM.RESERVE {r}ta RETRY_TIMEOUT 5000 STRATEGY adaptive"));
+  freeReplyObject(rh_cmd(mc, "CBF.ADD cfb p q"));
+  freeReplyObject(rh_cmd(mc, "FBF.ADD fa p q"));
+  freeReplyObject(rh_cmd(mc, "IDEM.INCRBY {r}ta p 9 9 9"));
   for (int i = 300; i < 900; i++, ops++) {
     int seq = i % 4 == 0 ? i - 150 : i; /* every 4th is a retry */
     redisReply *r = rh_cmd(mc, "IDEM.INCRBY {r}%d c%d 1 %d 1", seq % 5,
@@ -504,6 +557,8 @@ static int scenario_replica(void) {
     acked[seq] = true;
     freeReplyObject(r);
     if (i % 50 == 0) freeReplyObject(rh_cmd(mc, "FBF.ADD ff x%d", i));
+    if (i % 30 == 0) freeReplyObject(rh_cmd(mc, "CBF.ADD cf y%d y%d", i, i + 1));
+    if (i % 90 == 0) freeReplyObject(rh_cmd(mc, "CBF.REM cf y%d", i - 30));
   }
   long long replicas = rh_int(mc, "WAIT 1 20000");
   RH_CHECK(replicas == 1, "WAIT: %lld replicas", replicas);
@@ -548,6 +603,8 @@ static int scenario_replica(void) {
   freeReplyObject(r);
   RH_CHECK(rh_int(rc, "FBF.EXISTS ff x850") == 1 && rh_int(rc, "FBF.EXISTS ff a"),
            "FBF on the promoted replica");
+  RH_CHECK(rh_int(rc, "CBF.COUNT cf y841") >= 1 && rh_int(rc, "CBF.EXISTS cf y900") == 0,
+           "CBF on the promoted replica");
   redisFree(rc);
   printf("master + replica: ok\n");
   return 0;
