@@ -59,33 +59,33 @@ typedef struct pair_arg {
 static void append(kind which, bool module, uint64_t i) {
   char a[40], b[32];
   switch (which) {
-  case K_INCR:
-    snprintf(a, sizeof a, "c%" PRIu64, i % 1000);
-    if (module) {
-      snprintf(b, sizeof b, "%" PRIu64, seq_next++);
-      redisAppendCommand(conn, "IDEM.INCRBY {b}t %s 1 %s 1", a, b);
-    } else {
-      redisAppendCommand(conn, "INCRBY %s 1", a);
-    }
-    break;
-  case K_ADD: /* a new id each time, one sequence per side */
-    if (module) {
-      snprintf(a, sizeof a, "fid%012" PRIu64, fbf_ids++);
-      redisAppendCommand(conn, "FBF.ADD {b}f %s", a);
-    } else {
-      snprintf(a, sizeof a, "sid%012" PRIu64, set_ids++);
-      redisAppendCommand(conn, "SET %s 1 NX PX 60000", a);
-    }
-    break;
-  case K_EXISTS: /* ids added before (all of them when none were) */
-    if (module) {
-      snprintf(a, sizeof a, "fid%012" PRIu64, fbf_ids ? i % fbf_ids : i);
-      redisAppendCommand(conn, "FBF.EXISTS {b}f %s", a);
-    } else {
-      snprintf(a, sizeof a, "sid%012" PRIu64, set_ids ? i % set_ids : i);
-      redisAppendCommand(conn, "EXISTS %s", a);
-    }
-    break;
+    case K_INCR:
+      snprintf(a, sizeof a, "c%" PRIu64, i % 1000);
+      if (module) {
+        snprintf(b, sizeof b, "%" PRIu64, seq_next++);
+        redisAppendCommand(conn, "IDEM.INCRBY {b}t %s 1 %s 1", a, b);
+      } else {
+        redisAppendCommand(conn, "INCRBY %s 1", a);
+      }
+      break;
+    case K_ADD: /* a new id each time, one sequence per side */
+      if (module) {
+        snprintf(a, sizeof a, "fid%012" PRIu64, fbf_ids++);
+        redisAppendCommand(conn, "FBF.ADD {b}f %s", a);
+      } else {
+        snprintf(a, sizeof a, "sid%012" PRIu64, set_ids++);
+        redisAppendCommand(conn, "SET %s 1 NX PX 60000", a);
+      }
+      break;
+    case K_EXISTS: /* ids added before (all of them when none were) */
+      if (module) {
+        snprintf(a, sizeof a, "fid%012" PRIu64, fbf_ids ? i % fbf_ids : i);
+        redisAppendCommand(conn, "FBF.EXISTS {b}f %s", a);
+      } else {
+        snprintf(a, sizeof a, "sid%012" PRIu64, set_ids ? i % set_ids : i);
+        redisAppendCommand(conn, "EXISTS %s", a);
+      }
+      break;
   }
 }
 
@@ -204,7 +204,9 @@ static void bench_memory(bk_bench_state *st, void *varg) {
     bk_bench_skip(st, "no redis-server");
     return;
   }
-  memory_result *res = &memory_results[fpp[4] == '1' ? 0 : fpp[5] == '1' ? 1 : 2];
+  memory_result *res = &memory_results[fpp[4] == '1'   ? 0
+                                       : fpp[5] == '1' ? 1
+                                                       : 2];
   if (!res->done) measure_memory(fpp, res);
   uint64_t n;
   while ((n = bk_bench_batch(st)) != 0) bk_bench_sink_u64(n);

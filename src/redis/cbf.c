@@ -39,7 +39,9 @@ static bk_status cbf_new(const cbf_params *p, bk_cbf **out) {
   return bk_cbf_create(out, &cfg);
 }
 
-static void cbf_free(void *value) { bk_cbf_destroy(value); }
+static void cbf_free(void *value) {
+  bk_cbf_destroy(value);
+}
 
 static void replicate_reserve(RedisModuleCtx *ctx, RedisModuleString *key,
                               const cbf_params *p) {
@@ -84,7 +86,8 @@ static int cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv,
   if (argc < 3) return RedisModule_WrongArity(ctx);
   cbf_params p = {.fpp = bk_rm_config.fpp, .counter_bits = 4};
   if (!bk_rm_parse_u64(argv[2], 1, BK_RM_MAX_CAPACITY, &p.capacity))
-    return bk_rm_arg_error(ctx, "capacity", "must be an integer from 1 to 2^32");
+    return bk_rm_arg_error(ctx, "capacity",
+                           "must be an integer from 1 to 2^32");
   for (int i = 3; i < argc; i++) {
     uint64_t bits;
     if (bk_rm_is(argv[i], "BLOCKED")) {
@@ -160,7 +163,8 @@ static int cmd_rem(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
   for (int i = 2; i < argc; i++) {
     size_t len;
     const char *item = RedisModule_StringPtrLen(argv[i], &len);
-    RedisModule_ReplyWithLongLong(ctx, v && bk_cbf_remove(v, item, len) == BK_OK);
+    RedisModule_ReplyWithLongLong(ctx,
+                                  v && bk_cbf_remove(v, item, len) == BK_OK);
   }
   if (v) RedisModule_ReplicateVerbatim(ctx);
   return REDISMODULE_OK;
@@ -174,7 +178,8 @@ static int ask(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
   if (q == Q_MEXISTS ? argc < 3 : argc != 3) return RedisModule_WrongArity(ctx);
   RedisModuleKey *key;
   bk_cbf *v;
-  if (!open_key(ctx, argv[1], REDISMODULE_READ, &key, &v)) return REDISMODULE_OK;
+  if (!open_key(ctx, argv[1], REDISMODULE_READ, &key, &v))
+    return REDISMODULE_OK;
   if (q == Q_MEXISTS) RedisModule_ReplyWithArray(ctx, argc - 2);
   for (int i = 2; i < argc; i++) {
     size_t len;
@@ -192,8 +197,7 @@ static int ask(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
   return REDISMODULE_OK;
 }
 
-static int cmd_exists(RedisModuleCtx *ctx, RedisModuleString **argv,
-                      int argc) {
+static int cmd_exists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
   return ask(ctx, argv, argc, Q_EXISTS);
 }
 static int cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv,
@@ -210,7 +214,8 @@ static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
   if (argc != 2) return RedisModule_WrongArity(ctx);
   RedisModuleKey *key;
   bk_cbf *v;
-  if (!open_key(ctx, argv[1], REDISMODULE_READ, &key, &v)) return REDISMODULE_OK;
+  if (!open_key(ctx, argv[1], REDISMODULE_READ, &key, &v))
+    return REDISMODULE_OK;
   if (!v) return RedisModule_ReplyWithError(ctx, "ERR no such key");
   bk_cbf_info info;
   bk_status s = bk_cbf_info_get(v, &info);
@@ -284,8 +289,8 @@ static void *cbf_rdb_load(RedisModuleIO *io, int encver) {
   bk_cbf *v = cbf_from_blob(buf, len, &why);
   RedisModule_Free(buf);
   if (!v)
-    RedisModule_LogIOError(io, "warning", "bloomkit: refusing a corrupt CBF: %s",
-                           why);
+    RedisModule_LogIOError(io, "warning",
+                           "bloomkit: refusing a corrupt CBF: %s", why);
   return v;
 }
 
@@ -320,8 +325,7 @@ static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
   if (!nv) return bk_rm_arg_error(ctx, "blob", why);
   RedisModuleKey *key;
   bk_cbf *v;
-  if (!open_key(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key,
-                &v)) {
+  if (!open_key(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key, &v)) {
     bk_cbf_destroy(nv);
     return REDISMODULE_OK;
   }
@@ -356,7 +360,8 @@ int bk_rm_cbf_init(RedisModuleCtx *ctx) {
       .digest = cbf_digest,
       .free = cbf_free,
   };
-  cbf_type = RedisModule_CreateDataType(ctx, "bk-cbf-ft", BK_RM_ENCVER, &methods);
+  cbf_type =
+      RedisModule_CreateDataType(ctx, "bk-cbf-ft", BK_RM_ENCVER, &methods);
   if (!cbf_type) return REDISMODULE_ERR;
   struct {
     const char *name;

@@ -3,8 +3,8 @@
  * The bloomkit Redis module's entry point: RedisModule_OnLoad parses the
  * loadmodule arguments into the module-level defaults and registers the
  * IDEM (idempotent counter tables, idem.c), FBF (forgetful Bloom filters,
- * fbf.c) and CBF (counting Bloom filters, cbf.c) data types and commands. Also the helpers every command
- * shares (rm.h).
+ * fbf.c) and CBF (counting Bloom filters, cbf.c) data types and commands. Also
+ * the helpers every command shares (rm.h).
  */
 #define BK_RM_MAIN
 #include "redis/rm.h"
@@ -155,10 +155,10 @@ static int parse_module_args(RedisModuleCtx *ctx, RedisModuleString **argv,
 }
 
 /* The one symbol the module exports (symbols are hidden by default). */
-__attribute__((visibility("default"))) int
-RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
-__attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv,
-                       int argc) {
+__attribute__((visibility("default"))) int RedisModule_OnLoad(
+    RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+__attribute__((visibility("default"))) int RedisModule_OnLoad(
+    RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
   if (RedisModule_Init(ctx, "bloomkit", 1, REDISMODULE_APIVER_1) ==
       REDISMODULE_ERR)
     return REDISMODULE_ERR;

@@ -31,13 +31,13 @@
 
 /* Module-level defaults (loadmodule ... name value ...). */
 typedef struct bk_rm_defaults {
-  uint64_t retry_timeout;     /* IDEM tables: clients' retry timeout, ms */
-  double fpp;                 /* IDEM tables and FBFs: target fpp */
-  uint64_t ops_per_period;    /* IDEM tables: updates per refresh period */
-  bk_idem_strategy strategy;  /* IDEM tables: fbf or adaptive */
-  uint64_t fbf_capacity;      /* FBFs: items per refresh period */
-  uint64_t fbf_window;        /* FBFs: ms an item is remembered at least */
-  uint64_t cbf_capacity;      /* CBFs: items present at once */
+  uint64_t retry_timeout;    /* IDEM tables: clients' retry timeout, ms */
+  double fpp;                /* IDEM tables and FBFs: target fpp */
+  uint64_t ops_per_period;   /* IDEM tables: updates per refresh period */
+  bk_idem_strategy strategy; /* IDEM tables: fbf or adaptive */
+  uint64_t fbf_capacity;     /* FBFs: items per refresh period */
+  uint64_t fbf_window;       /* FBFs: ms an item is remembered at least */
+  uint64_t cbf_capacity;     /* CBFs: items present at once */
 } bk_rm_defaults;
 
 extern bk_rm_defaults bk_rm_config;

@@ -140,9 +140,9 @@ static bool is_master_with_replica(int port) {
   redisContext *c = rh_connect(port, 1000);
   if (!c) return false;
   redisReply *r = redisCommand(c, "INFO replication");
-  bool ok = r && r->type == REDIS_REPLY_STRING &&
-            strstr(r->str, "role:master") &&
-            strstr(r->str, "connected_slaves:1") && strstr(r->str, "state=online");
+  bool ok =
+      r && r->type == REDIS_REPLY_STRING && strstr(r->str, "role:master") &&
+      strstr(r->str, "connected_slaves:1") && strstr(r->str, "state=online");
   if (r) freeReplyObject(r);
   redisFree(c);
   return ok;
@@ -179,8 +179,8 @@ static void send_op(rh_cluster *cl, uint32_t i, bool wait, stats *st,
   if (o->sends < 255) o->sends++;
   long long replicas = -1;
   uint64_t now = rh_now_ms();
-  redisReply *r = rh_cluster_cmd(cl, table, 6, argv, lens, wait ? 1 : 0,
-                                 &replicas);
+  redisReply *r =
+      rh_cluster_cmd(cl, table, 6, argv, lens, wait ? 1 : 0, &replicas);
   bool ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2;
   if (ok && retry && o->acked && r->element[1]->integer == 1) st->reapplied++;
   if (ok && wait && replicas < 1) {
@@ -225,11 +225,19 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
   rh_init(getenv("BK_REDIS_SERVER"), getenv("BK_REDIS_CLI"), module,
           "retry_timeout 30000 fpp 0.0001 ops_per_period 5000");
   atexit(kill_helper);
-  const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file",
-                         "nodes.conf", "--cluster-node-timeout", "1000",
-                         "--cluster-replica-validity-factor", "0",
-                         "--repl-diskless-sync", "yes",
-                         "--repl-diskless-sync-delay", "0", NULL};
+  const char *extra[] = {"--cluster-enabled",
+                         "yes",
+                         "--cluster-config-file",
+                         "nodes.conf",
+                         "--cluster-node-timeout",
+                         "1000",
+                         "--cluster-replica-validity-factor",
+                         "0",
+                         "--repl-diskless-sync",
+                         "yes",
+                         "--repl-diskless-sync-delay",
+                         "0",
+                         NULL};
   rh_node *nodes[6];
   int ports[6];
   for (int i = 0; i < 6; i++) {
@@ -292,10 +300,19 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
         char *from_id = node_id(from), *to_id = node_id(to);
         static char seed[32];
         snprintf(seed, sizeof seed, "127.0.0.1:%d", from);
-        const char *rargs[] = {"--cluster", "reshard", seed, "--cluster-from",
-                               from_id, "--cluster-to", to_id,
-                               "--cluster-slots", "4000", "--cluster-yes",
-                               "--cluster-pipeline", "20", NULL};
+        const char *rargs[] = {"--cluster",
+                               "reshard",
+                               seed,
+                               "--cluster-from",
+                               from_id,
+                               "--cluster-to",
+                               to_id,
+                               "--cluster-slots",
+                               "4000",
+                               "--cluster-yes",
+                               "--cluster-pipeline",
+                               "20",
+                               NULL};
         run_cli(rargs, log, true);
         helper_running = true;
         printf("resharding 4000 slots from %d to %d at %" PRIu64 " ms\n", from,
@@ -310,7 +327,8 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
     if (failover && victim >= 0 && nodes[victim]->pid <= 0 &&
         now >= event_at + 2500) {
       rh_restart(nodes[victim]);
-      printf("restarted the killed node at %" PRIu64 " ms\n", rh_now_ms() - start);
+      printf("restarted the killed node at %" PRIu64 " ms\n",
+             rh_now_ms() - start);
     }
     if (helper_running) {
       int status;
@@ -334,7 +352,8 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
     st.ops++;
     send_op(&cl, n_ops++, wait, &st, false);
   }
-  printf("storm over at %" PRIu64 " ms: %" PRIu64 " ops, %" PRIu64 " acknowledged\n",
+  printf("storm over at %" PRIu64 " ms: %" PRIu64 " ops, %" PRIu64
+         " acknowledged\n",
          rh_now_ms() - start, st.ops, st.acked);
   /* Let the cluster settle, then resend every op still pending until each
    * is acknowledged (as a client would, within its retry timeout). */
@@ -358,8 +377,9 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
     const char *argv[] = {"IDEM.GET", table, counter};
     size_t lens[] = {8, strlen(table), strlen(counter)};
     redisReply *r = rh_cluster_cmd(&cl, table, 3, argv, lens, 0, NULL);
-    RH_CHECK(r && (r->type == REDIS_REPLY_INTEGER || r->type == REDIS_REPLY_NIL),
-             "IDEM.GET %s %s", table, counter);
+    RH_CHECK(
+        r && (r->type == REDIS_REPLY_INTEGER || r->type == REDIS_REPLY_NIL),
+        "IDEM.GET %s %s", table, counter);
     long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
     freeReplyObject(r);
     if (v == 0) st.lost++;
@@ -373,15 +393,16 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
          ", WAIT short %" PRIu64 ", MOVED %" PRIu64 ", ASK %" PRIu64
          ", connection errors %" PRIu64 "\n",
          kind, wait ? "with WAIT 1" : "without WAIT", st.ops, st.retries,
-         st.acked, st.lost, st.reapplied, st.overcount, st.wait_short,
-         cl.moved, cl.asked, cl.conn_errors);
+         st.acked, st.lost, st.reapplied, st.overcount, st.wait_short, cl.moved,
+         cl.asked, cl.conn_errors);
   RH_CHECK(st.ops > 1000, "only %" PRIu64 " ops", st.ops);
   if (wait || !failover) {
     RH_CHECK(st.lost == 0, "%" PRIu64 " acknowledged ops lost", st.lost);
     RH_CHECK(st.reapplied == 0, "%" PRIu64 " retries re-applied", st.reapplied);
     RH_CHECK(st.overcount == 0, "%" PRIu64 " ops applied twice", st.overcount);
   }
-  if (!failover) RH_CHECK(cl.moved + cl.asked > 0, "the reshard moved no key in use");
+  if (!failover)
+    RH_CHECK(cl.moved + cl.asked > 0, "the reshard moved no key in use");
   rh_cluster_free(&cl);
   free(ops);
   free(queue);
