@@ -24,9 +24,9 @@
 #include "bloomkit/common.h"
 #include "bloomkit/idem.h"
 
-/* The RDB/AOF encoding version of both data types (RedisModule_CreateDataType
- * encver). Version 1: u64 module clock, then the library's serialized form
- * as one string (docs/redis.md, "Persistence"). */
+/* The RDB encoding version of every data type (RedisModule_CreateDataType
+ * encver). Version 1: u64 module clock (IDEM, FBF; a CBF has none), then
+ * the library's serialized form as one string (docs/design.md 3.11a). */
 #define BK_RM_ENCVER 1
 
 /* Module-level defaults (loadmodule ... name value ...). */
