@@ -38,6 +38,7 @@ typedef struct bk_rm_defaults {
   uint64_t fbf_capacity;     /* FBFs: items per refresh period */
   uint64_t fbf_window;       /* FBFs: ms an item is remembered at least */
   uint64_t cbf_capacity;     /* CBFs: items present at once */
+  uint64_t max_alloc;        /* bytes: the largest single allocation */
 } bk_rm_defaults;
 
 extern bk_rm_defaults bk_rm_config;

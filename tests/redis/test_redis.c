@@ -344,6 +344,13 @@ static void single_commands(redisContext *c) {
   rh_expect_error(c, "WRONGTYPE", "CBF.ADD f0 a");
   rh_expect_error(c, "WRONGTYPE", "FBF.ADD c0 a");
   rh_expect_error(c, "invalid blob", "CBF.LOAD c9 garbage");
+  /* No structure larger than max_alloc_mb (64 here): 5 M items at 32-bit
+   * counters would take 190 MB (and 2^32 items 165 GB, which with
+   * overcommit gets the server killed when the filter is zeroed). */
+  rh_expect_error(c, "out of memory", "CBF.RESERVE c9 5000000 BITS 32");
+  rh_expect_error(c, "out of memory", "FBF.RESERVE f9 5000000 1000 FPP 0.0001");
+  rh_expect_error(c, "out of memory",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 CAPACITY 20000000");
 
   /* Commands leak nothing: 3 x 4000 reads and writes of existing ids and
    * keys leave used_memory where it was, within 64 KiB of allocator noise
@@ -668,7 +675,7 @@ int main(int argc, char **argv) {
                                argc > 4 && strcmp(argv[4], "wait") == 0);
   }
   rh_init(getenv("BK_REDIS_SERVER"), getenv("BK_REDIS_CLI"), module,
-          "retry_timeout 30000 fpp 0.0001 ops_per_period 2000");
+          "retry_timeout 30000 fpp 0.0001 ops_per_period 2000 max_alloc_mb 64");
   if (strcmp(scenario, "single") == 0) return scenario_single();
   if (strcmp(scenario, "replica") == 0) return scenario_replica();
   fprintf(stderr, "unknown scenario %s\n", scenario);
