@@ -12,6 +12,11 @@
  * During the storm either one master is killed with SIGKILL (its replica
  * takes over after cluster-node-timeout) or `redis-cli --cluster reshard`
  * moves 4000 slots between masters (MIGRATE: the module's DUMP/RESTORE).
+ * Before the kill, the master's replica is stopped (SIGSTOP) and its link
+ * cut for 500 ms, and it is resumed right after the kill: a replica
+ * lagging behind (a slow link, a partition), so the master acknowledges
+ * writes the replica does not have when it is promoted, as asynchronous
+ * replication allows.
  *
  * Reported: ops, retries, acknowledged ops, acknowledged ops lost (final
  * value 0), retries of acknowledged ops re-applied (answered "applied"),
@@ -148,6 +153,23 @@ static bool is_master_with_replica(int port) {
   return ok;
 }
 
+/* The index of the node replicating the master on `port`, or -1. */
+static int replica_of(rh_node **nodes, int n, int port) {
+  char want[32];
+  snprintf(want, sizeof want, "master_port:%d\r\n", port);
+  for (int i = 0; i < n; i++) {
+    redisContext *c = rh_connect(nodes[i]->port, 1000);
+    if (!c) continue;
+    redisReply *r = redisCommand(c, "INFO replication");
+    bool match = r && r->type == REDIS_REPLY_STRING &&
+                 strstr(r->str, "role:slave") && strstr(r->str, want);
+    if (r) freeReplyObject(r);
+    redisFree(c);
+    if (match) return i;
+  }
+  return -1;
+}
+
 static char *node_id(int port) {
   redisContext *c = rh_connect(port, 1000);
   RH_CHECK(c, "connect %d", port);
@@ -279,9 +301,24 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
   uint64_t start = rh_now_ms(), event_at = start + 2000;
   uint64_t storm_ms = failover ? 7000 : 8000;
   bool event_done = false, helper_running = false;
-  int victim = -1;
+  int victim = -1, lagging = -1;
   while (rh_now_ms() - start < storm_ms || helper_running) {
     uint64_t now = rh_now_ms();
+    if (failover && lagging < 0 && now >= event_at - 500) {
+      int port = cl.slot_port[rh_key_slot("{tb0}", 5)];
+      lagging = replica_of(nodes, 6, port);
+      RH_CHECK(lagging >= 0, "no replica of the master on port %d", port);
+      kill(nodes[lagging]->pid, SIGSTOP);
+      /* And cut its link: what the master writes from now on stays in
+       * its backlog (otherwise loopback socket buffers would hold it for
+       * the replica to read after the master's death). */
+      redisContext *mc = rh_connect(port, 1000);
+      RH_CHECK(mc, "connect to the master on port %d", port);
+      freeReplyObject(rh_cmd(mc, "CLIENT KILL TYPE replica"));
+      redisFree(mc);
+      printf("stopped the replica on port %d at %" PRIu64 " ms\n",
+             nodes[lagging]->port, rh_now_ms() - start);
+    }
     if (!event_done && now >= event_at) {
       event_done = true;
       if (failover) {
@@ -291,6 +328,7 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
           if (ports[i] == port) victim = i;
         RH_CHECK(victim >= 0, "no master for table 0");
         rh_kill(nodes[victim], SIGKILL);
+        if (lagging >= 0) kill(nodes[lagging]->pid, SIGCONT);
         printf("killed master on port %d at %" PRIu64 " ms (%" PRIu64 " ops)\n",
                port, now - start, st.ops);
       } else {
