@@ -8,10 +8,13 @@ set -eu
 # abigail-tools: the ABI check (scripts/abi-check.sh); gnuplot-nox: the
 # experiment commands' --plot (docs/figures/); libbloom-dev: the peer row
 # of `bloomkit compare`; redis-server, redis-tools, libhiredis-dev: the
-# Redis module's tests and benchmark (src/redis, tests/redis, bench/redis).
+# Redis module's tests and benchmark (src/redis, tests/redis, bench/redis);
+# memcached, libmemcached-dev: the kBF's comparison against a real memcached
+# (`bloomkit kbf-experiments --memcached`).
 PKGS="build-essential cmake pkg-config clang libxxhash-dev libmurmurhash-dev \
 libbenchmark-dev libcmocka-dev debhelper dpkg-dev lintian abigail-tools \
-gnuplot-nox libbloom-dev redis-server redis-tools libhiredis-dev"
+gnuplot-nox libbloom-dev redis-server redis-tools libhiredis-dev memcached \
+libmemcached-dev"
 
 missing=""
 for p in $PKGS; do

@@ -16,5 +16,6 @@
 #include "bloomkit/fbf.h"
 #include "bloomkit/rbf.h"
 #include "bloomkit/idem.h"
+#include "bloomkit/bloomclock.h"
 
 #endif

@@ -48,22 +48,21 @@ static uint64_t cells_per_block(unsigned width) {
 
 /* Blocked: the smallest whole number of blocks (searched upwards from the
  * standard layout's m in 1/64 steps) whose exact blocked rate meets fpp. */
+typedef struct blocked_rate {
+  unsigned cells, k;
+  uint64_t capacity;
+} blocked_rate;
+
+static bk_status blocked_rate_of(uint64_t m, const void *ctx, double *out) {
+  const blocked_rate *r = ctx;
+  return bk__fpp_blocked_cells(m, r->cells, r->k, r->capacity, out);
+}
+
 static bk_status blocked_m(uint64_t capacity, double fpp, unsigned k,
                            unsigned cells, uint64_t m_std, uint64_t *out) {
-  uint64_t m = (m_std + cells - 1) / cells * cells;
-  for (unsigned it = 0; it < 1024; it++) {
-    BK_RETURN_IF(m > BK__CBF_COUNTERS_MAX, BK_EINVAL);
-    double p;
-    BK_TRY(bk__fpp_blocked_cells(m, cells, k, capacity, &p));
-    if (p <= fpp) {
-      *out = m;
-      return BK_OK;
-    }
-    uint64_t next = m + m / 64;
-    m = (next + cells - 1) / cells * cells;
-    if (m == next - m / 64) m += cells;
-  }
-  return BK_EINVAL; /* cannot reach fpp with this k and block */
+  blocked_rate r = {cells, k, capacity};
+  return bk__m_search(m_std, cells, BK__CBF_COUNTERS_MAX, fpp, blocked_rate_of,
+                      &r, out);
 }
 
 bk_status bk__cbf_resolve(const bk_cbf_config *cfg, bk__cbf_params *out) {
