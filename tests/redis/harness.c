@@ -138,6 +138,11 @@ void rh_init(const char *server, const char *cli, const char *module,
 const char *rh_tmpdir(void) {
   return tmpdir;
 }
+
+void rh_set_module_args(const char *args) {
+  snprintf(module_args, sizeof module_args, "%s", args);
+}
+
 const char *rh_cli(void) {
   return cli_path;
 }

@@ -48,6 +48,8 @@ typedef struct rh_node {
 void rh_init(const char *server, const char *cli, const char *module,
              const char *module_args);
 const char *rh_tmpdir(void);
+/* Module arguments for the servers started from now on. */
+void rh_set_module_args(const char *args);
 const char *rh_cli(void);
 
 /* Start a server with the module loaded (and `extra` arguments, NULL

@@ -548,6 +548,48 @@ static int scenario_single(void) {
 
   rh_node *k = rh_start(plain);
   single_corrupt_rdb(k);
+
+  /* Bad module arguments fail the module's load, with a log line naming
+   * the argument; the module's defaults come from good ones. */
+  const char *bad[][2] = {{"retry_timeout 0", "retry_timeout"},
+                          {"fpp 1.5", "fpp"},
+                          {"strategy rbf", "strategy"},
+                          {"color red", "color"},
+                          {"fpp", "name value pairs"}};
+  char rdb[700];
+  snprintf(rdb, sizeof rdb, "%s/dump.rdb", k->dir);
+  remove(rdb);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    FILE *log = fopen(k->log, "w"); /* this start's lines only */
+    if (log) fclose(log);
+    rh_set_module_args(bad[i][0]);
+    RH_CHECK(rh_restart_expect_exit(k, 10000),
+             "the server started with module arguments '%s'", bad[i][0]);
+    RH_CHECK(rh_log_contains(k, bad[i][1]), "no log line naming '%s'",
+             bad[i][1]);
+  }
+  rh_set_module_args(
+      "retry_timeout 1234 fbf_window 999 cbf_capacity 77 "
+      "strategy adaptive");
+  rh_restart(k);
+  c = rh_connect(k->port, 5000);
+  redisReply *r;
+  freeReplyObject(rh_cmd(c, "IDEM.INCRBY d x 1 1 1"));
+  freeReplyObject(rh_cmd(c, "FBF.ADD d2 x"));
+  freeReplyObject(rh_cmd(c, "CBF.ADD d3 x"));
+  RH_CHECK(info_field(c, "IDEM.INFO", "d", "window_ms") >= 1234 &&
+               info_field(c, "IDEM.INFO", "d", "window_ms") < 1240,
+           "retry_timeout argument");
+  r = rh_cmd(c, "IDEM.INFO d");
+  RH_CHECK(strcmp(r->element[1]->str, "adaptive") == 0, "strategy argument");
+  freeReplyObject(r);
+  RH_CHECK(info_field(c, "FBF.INFO", "d2", "window_ms") == 999,
+           "fbf_window argument");
+  RH_CHECK(info_field(c, "CBF.INFO", "d3", "capacity") == 77,
+           "cbf_capacity argument");
+  redisFree(c);
+  printf(
+      "module arguments: bad ones refused with a log line, good ones used\n");
   printf("single node: ok\n");
   return 0;
 }
