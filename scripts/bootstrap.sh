@@ -64,6 +64,10 @@ mkdir -p "$redis_dir/cache"
 (cd "$redis_dir/cache" &&
   apt-get source -qq --download-only "redis=$redis_version" 2>&1 |
   grep -v 'unsandboxed' || true)
-orig=$(ls "$redis_dir"/cache/redis_*.orig.tar.* | head -n 1)
+orig=$(ls "$redis_dir"/cache/redis_*.orig.tar.* 2>/dev/null | head -n 1)
+if [ -z "$orig" ]; then
+  echo "bootstrap: could not download the redis $redis_version source package" >&2
+  exit 1
+fi
 tar -xOf "$orig" --wildcards '*/src/redismodule.h' >"$redis_dir/redismodule.h.tmp"
 mv "$redis_dir/redismodule.h.tmp" "$redis_dir/redismodule.h"

@@ -222,8 +222,7 @@ static int exists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
 }
 
 /* FBF.EXISTS key item: 1 or 0. */
-static int cmd_exists(RedisModuleCtx *ctx, RedisModuleString **argv,
-                      int argc) {
+static int cmd_exists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
   return exists(ctx, argv, argc, false);
 }
 
@@ -245,7 +244,8 @@ static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
   bk_fbf_info info;
   double fpp = 0;
   bk_status s = bk_fbf_info_get(v->filter, &info);
-  if (s == BK_OK) s = bk_fbf_estimated_fpp(v->filter, BK_FBF_CHECK_DEFAULT, &fpp);
+  if (s == BK_OK)
+    s = bk_fbf_estimated_fpp(v->filter, BK_FBF_CHECK_DEFAULT, &fpp);
   if (s != BK_OK) return reply_status(ctx, s, "cannot describe the filter");
   uint64_t items = 0;
   for (unsigned i = 0; i < info.n_filters && i < BK_FBF_MAX_FILTERS; i++)
@@ -380,8 +380,7 @@ static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
   if (!nv) return bk_rm_arg_error(ctx, "blob", why);
   RedisModuleKey *key;
   rm_fbf *v;
-  if (!open_key(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key,
-                &v)) {
+  if (!open_key(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key, &v)) {
     fbf_free(nv);
     return REDISMODULE_OK;
   }
@@ -421,7 +420,8 @@ int bk_rm_fbf_init(RedisModuleCtx *ctx) {
       .digest = fbf_digest,
       .free = fbf_free,
   };
-  fbf_type = RedisModule_CreateDataType(ctx, "bk-fbf-ft", BK_RM_ENCVER, &methods);
+  fbf_type =
+      RedisModule_CreateDataType(ctx, "bk-fbf-ft", BK_RM_ENCVER, &methods);
   if (!fbf_type) return REDISMODULE_ERR;
   struct {
     const char *name;

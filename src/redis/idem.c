@@ -191,7 +191,9 @@ static int incr(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
   RedisModuleKey *key;
   rm_idem *v;
   if (!open_write(ctx, argv[1], &key, &v)) return REDISMODULE_OK;
-  uint64_t now = explicit_time ? (at > (v ? v->now : 0) ? at : v ? v->now : 0)
+  uint64_t now = explicit_time ? (at > (v ? v->now : 0) ? at
+                                  : v                   ? v->now
+                                                        : 0)
                                : bk_rm_clock(v ? v->now : 0);
   if (!v) {
     idem_params p;
@@ -220,8 +222,7 @@ static int incr(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
   return REDISMODULE_OK;
 }
 
-static int cmd_incrby(RedisModuleCtx *ctx, RedisModuleString **argv,
-                      int argc) {
+static int cmd_incrby(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
   return incr(ctx, argv, argc, false);
 }
 
@@ -434,7 +435,9 @@ static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
   return RedisModule_ReplyWithSimpleString(ctx, "OK");
 }
 
-static size_t idem_mem_usage(const void *value) { return idem_memory(value); }
+static size_t idem_mem_usage(const void *value) {
+  return idem_memory(value);
+}
 
 static void idem_digest(RedisModuleDigest *md, void *value) {
   const rm_idem *v = value;

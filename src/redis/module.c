@@ -2,9 +2,9 @@
 /*
  * The bloomkit Redis module's entry point: RedisModule_OnLoad parses the
  * loadmodule arguments into the module-level defaults and registers the
- * IDEM (idempotent counter tables, idem.c) and FBF (forgetful Bloom
- * filters, fbf.c) data types and commands. Also the helpers every command
- * shares (rm.h).
+ * IDEM (idempotent counter tables, idem.c), FBF (forgetful Bloom filters,
+ * fbf.c) and CBF (counting Bloom filters, cbf.c) data types and commands. Also
+ * the helpers every command shares (rm.h).
  */
 #define BK_RM_MAIN
 #include "redis/rm.h"
@@ -23,17 +23,25 @@ bk_rm_defaults bk_rm_config = {
     .strategy = BK_IDEM_FBF,
     .fbf_capacity = 100000,
     .fbf_window = 60000,
+    .cbf_capacity = 100000,
+    .max_alloc = UINT64_C(1) << 30,
 };
 
 /* bloomkit's allocations go through Redis' allocator: they count in INFO
- * memory and maxmemory. TryAlloc returns NULL rather than aborting, so a
- * structure too large for the machine is a BK_ENOMEM error reply. */
+ * memory and maxmemory. TryAlloc returns NULL rather than aborting, but
+ * with memory overcommit a huge request succeeds and the kernel kills the
+ * server when bloomkit zeroes it (a CBF.RESERVE of 2^32 items at 32-bit
+ * counters asks for 165 GB): so no single allocation may exceed
+ * max_alloc_mb (default 1 GiB, a filter of ~10^9 ids at 1 %), and a larger
+ * structure is a BK_ENOMEM error reply. */
 static void *rm_alloc(void *ctx, size_t size) {
   (void)ctx;
+  if (size > bk_rm_config.max_alloc) return NULL;
   return RedisModule_TryAlloc(size);
 }
 static void *rm_realloc(void *ctx, void *ptr, size_t size) {
   (void)ctx;
+  if (size > bk_rm_config.max_alloc) return NULL;
   return RedisModule_Realloc(ptr, size);
 }
 static void rm_free(void *ctx, void *ptr) {
@@ -103,7 +111,8 @@ uint64_t bk_rm_clock(uint64_t last) {
 
 /* loadmodule bloomkit.so [retry_timeout ms] [fpp p] [ops_per_period n]
  *                        [strategy fbf|adaptive] [fbf_capacity n]
- *                        [fbf_window ms] */
+ *                        [fbf_window ms] [cbf_capacity n]
+ *                        [max_alloc_mb n] */
 static int parse_module_args(RedisModuleCtx *ctx, RedisModuleString **argv,
                              int argc) {
   if (argc % 2) {
@@ -134,6 +143,13 @@ static int parse_module_args(RedisModuleCtx *ctx, RedisModuleString **argv,
                            &bk_rm_config.fbf_capacity);
     else if (bk_rm_is(name, "fbf_window"))
       ok = bk_rm_parse_u64(value, 1, BK_RM_MAX_MS, &bk_rm_config.fbf_window);
+    else if (bk_rm_is(name, "max_alloc_mb")) {
+      uint64_t mb;
+      ok = bk_rm_parse_u64(value, 1, UINT64_C(1) << 24, &mb);
+      if (ok) bk_rm_config.max_alloc = mb << 20;
+    } else if (bk_rm_is(name, "cbf_capacity"))
+      ok = bk_rm_parse_u64(value, 1, BK_RM_MAX_CAPACITY,
+                           &bk_rm_config.cbf_capacity);
     else {
       RedisModule_Log(ctx, "warning", "bloomkit: unknown module argument '%s'",
                       RedisModule_StringPtrLen(name, NULL));
@@ -151,10 +167,10 @@ static int parse_module_args(RedisModuleCtx *ctx, RedisModuleString **argv,
 }
 
 /* The one symbol the module exports (symbols are hidden by default). */
-__attribute__((visibility("default"))) int
-RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
-__attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv,
-                       int argc) {
+__attribute__((visibility("default"))) int RedisModule_OnLoad(
+    RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+__attribute__((visibility("default"))) int RedisModule_OnLoad(
+    RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
   if (RedisModule_Init(ctx, "bloomkit", 1, REDISMODULE_APIVER_1) ==
       REDISMODULE_ERR)
     return REDISMODULE_ERR;
@@ -165,5 +181,6 @@ __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ct
   RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
   if (bk_rm_idem_init(ctx) == REDISMODULE_ERR) return REDISMODULE_ERR;
   if (bk_rm_fbf_init(ctx) == REDISMODULE_ERR) return REDISMODULE_ERR;
+  if (bk_rm_cbf_init(ctx) == REDISMODULE_ERR) return REDISMODULE_ERR;
   return REDISMODULE_OK;
 }

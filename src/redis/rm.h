@@ -24,19 +24,21 @@
 #include "bloomkit/common.h"
 #include "bloomkit/idem.h"
 
-/* The RDB/AOF encoding version of both data types (RedisModule_CreateDataType
- * encver). Version 1: u64 module clock, then the library's serialized form
- * as one string (docs/redis.md, "Persistence"). */
+/* The RDB encoding version of every data type (RedisModule_CreateDataType
+ * encver). Version 1: u64 module clock (IDEM, FBF; a CBF has none), then
+ * the library's serialized form as one string (docs/design.md 3.11c). */
 #define BK_RM_ENCVER 1
 
 /* Module-level defaults (loadmodule ... name value ...). */
 typedef struct bk_rm_defaults {
-  uint64_t retry_timeout;     /* IDEM tables: clients' retry timeout, ms */
-  double fpp;                 /* IDEM tables and FBFs: target fpp */
-  uint64_t ops_per_period;    /* IDEM tables: updates per refresh period */
-  bk_idem_strategy strategy;  /* IDEM tables: fbf or adaptive */
-  uint64_t fbf_capacity;      /* FBFs: items per refresh period */
-  uint64_t fbf_window;        /* FBFs: ms an item is remembered at least */
+  uint64_t retry_timeout;    /* IDEM tables: clients' retry timeout, ms */
+  double fpp;                /* IDEM tables and FBFs: target fpp */
+  uint64_t ops_per_period;   /* IDEM tables: updates per refresh period */
+  bk_idem_strategy strategy; /* IDEM tables: fbf or adaptive */
+  uint64_t fbf_capacity;     /* FBFs: items per refresh period */
+  uint64_t fbf_window;       /* FBFs: ms an item is remembered at least */
+  uint64_t cbf_capacity;     /* CBFs: items present at once */
+  uint64_t max_alloc;        /* bytes: the largest single allocation */
 } bk_rm_defaults;
 
 extern bk_rm_defaults bk_rm_config;
@@ -66,5 +68,6 @@ uint64_t bk_rm_clock(uint64_t last);
 /* Register each data type and its commands. */
 int bk_rm_idem_init(RedisModuleCtx *ctx);
 int bk_rm_fbf_init(RedisModuleCtx *ctx);
+int bk_rm_cbf_init(RedisModuleCtx *ctx);
 
 #endif

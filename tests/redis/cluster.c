@@ -12,6 +12,11 @@
  * During the storm either one master is killed with SIGKILL (its replica
  * takes over after cluster-node-timeout) or `redis-cli --cluster reshard`
  * moves 4000 slots between masters (MIGRATE: the module's DUMP/RESTORE).
+ * Before the kill, the master's replica is stopped (SIGSTOP) and its link
+ * cut for 500 ms, and it is resumed right after the kill: a replica
+ * lagging behind (a slow link, a partition), so the master acknowledges
+ * writes the replica does not have when it is promoted, as asynchronous
+ * replication allows.
  *
  * Reported: ops, retries, acknowledged ops, acknowledged ops lost (final
  * value 0), retries of acknowledged ops re-applied (answered "applied"),
@@ -87,6 +92,7 @@ static int run_cli(const char *const *args, const char *log, bool background) {
   argv[argc] = NULL;
   pid_t pid = fork();
   if (pid == 0) {
+    setenv("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1", 1);
     FILE *f = freopen(log, "a", stdout);
     (void)f;
     dup2(1, 2);
@@ -139,12 +145,29 @@ static bool is_master_with_replica(int port) {
   redisContext *c = rh_connect(port, 1000);
   if (!c) return false;
   redisReply *r = redisCommand(c, "INFO replication");
-  bool ok = r && r->type == REDIS_REPLY_STRING &&
-            strstr(r->str, "role:master") &&
-            strstr(r->str, "connected_slaves:1") && strstr(r->str, "state=online");
+  bool ok =
+      r && r->type == REDIS_REPLY_STRING && strstr(r->str, "role:master") &&
+      strstr(r->str, "connected_slaves:1") && strstr(r->str, "state=online");
   if (r) freeReplyObject(r);
   redisFree(c);
   return ok;
+}
+
+/* The index of the node replicating the master on `port`, or -1. */
+static int replica_of(rh_node **nodes, int n, int port) {
+  char want[32];
+  snprintf(want, sizeof want, "master_port:%d\r\n", port);
+  for (int i = 0; i < n; i++) {
+    redisContext *c = rh_connect(nodes[i]->port, 1000);
+    if (!c) continue;
+    redisReply *r = redisCommand(c, "INFO replication");
+    bool match = r && r->type == REDIS_REPLY_STRING &&
+                 strstr(r->str, "role:slave") && strstr(r->str, want);
+    if (r) freeReplyObject(r);
+    redisFree(c);
+    if (match) return i;
+  }
+  return -1;
 }
 
 static char *node_id(int port) {
@@ -178,8 +201,8 @@ static void send_op(rh_cluster *cl, uint32_t i, bool wait, stats *st,
   if (o->sends < 255) o->sends++;
   long long replicas = -1;
   uint64_t now = rh_now_ms();
-  redisReply *r = rh_cluster_cmd(cl, table, 6, argv, lens, wait ? 1 : 0,
-                                 &replicas);
+  redisReply *r =
+      rh_cluster_cmd(cl, table, 6, argv, lens, wait ? 1 : 0, &replicas);
   bool ok = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2;
   if (ok && retry && o->acked && r->element[1]->integer == 1) st->reapplied++;
   if (ok && wait && replicas < 1) {
@@ -224,11 +247,19 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
   rh_init(getenv("BK_REDIS_SERVER"), getenv("BK_REDIS_CLI"), module,
           "retry_timeout 30000 fpp 0.0001 ops_per_period 5000");
   atexit(kill_helper);
-  const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file",
-                         "nodes.conf", "--cluster-node-timeout", "1000",
-                         "--cluster-replica-validity-factor", "0",
-                         "--repl-diskless-sync", "yes",
-                         "--repl-diskless-sync-delay", "0", NULL};
+  const char *extra[] = {"--cluster-enabled",
+                         "yes",
+                         "--cluster-config-file",
+                         "nodes.conf",
+                         "--cluster-node-timeout",
+                         "1000",
+                         "--cluster-replica-validity-factor",
+                         "0",
+                         "--repl-diskless-sync",
+                         "yes",
+                         "--repl-diskless-sync-delay",
+                         "0",
+                         NULL};
   rh_node *nodes[6];
   int ports[6];
   for (int i = 0; i < 6; i++) {
@@ -270,9 +301,24 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
   uint64_t start = rh_now_ms(), event_at = start + 2000;
   uint64_t storm_ms = failover ? 7000 : 8000;
   bool event_done = false, helper_running = false;
-  int victim = -1;
+  int victim = -1, lagging = -1;
   while (rh_now_ms() - start < storm_ms || helper_running) {
     uint64_t now = rh_now_ms();
+    if (failover && lagging < 0 && now >= event_at - 500) {
+      int port = cl.slot_port[rh_key_slot("{tb0}", 5)];
+      lagging = replica_of(nodes, 6, port);
+      RH_CHECK(lagging >= 0, "no replica of the master on port %d", port);
+      kill(nodes[lagging]->pid, SIGSTOP);
+      /* And cut its link: what the master writes from now on stays in
+       * its backlog (otherwise loopback socket buffers would hold it for
+       * the replica to read after the master's death). */
+      redisContext *mc = rh_connect(port, 1000);
+      RH_CHECK(mc, "connect to the master on port %d", port);
+      freeReplyObject(rh_cmd(mc, "CLIENT KILL TYPE replica"));
+      redisFree(mc);
+      printf("stopped the replica on port %d at %" PRIu64 " ms\n",
+             nodes[lagging]->port, rh_now_ms() - start);
+    }
     if (!event_done && now >= event_at) {
       event_done = true;
       if (failover) {
@@ -282,6 +328,7 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
           if (ports[i] == port) victim = i;
         RH_CHECK(victim >= 0, "no master for table 0");
         rh_kill(nodes[victim], SIGKILL);
+        if (lagging >= 0) kill(nodes[lagging]->pid, SIGCONT);
         printf("killed master on port %d at %" PRIu64 " ms (%" PRIu64 " ops)\n",
                port, now - start, st.ops);
       } else {
@@ -291,10 +338,19 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
         char *from_id = node_id(from), *to_id = node_id(to);
         static char seed[32];
         snprintf(seed, sizeof seed, "127.0.0.1:%d", from);
-        const char *rargs[] = {"--cluster", "reshard", seed, "--cluster-from",
-                               from_id, "--cluster-to", to_id,
-                               "--cluster-slots", "4000", "--cluster-yes",
-                               "--cluster-pipeline", "20", NULL};
+        const char *rargs[] = {"--cluster",
+                               "reshard",
+                               seed,
+                               "--cluster-from",
+                               from_id,
+                               "--cluster-to",
+                               to_id,
+                               "--cluster-slots",
+                               "4000",
+                               "--cluster-yes",
+                               "--cluster-pipeline",
+                               "20",
+                               NULL};
         run_cli(rargs, log, true);
         helper_running = true;
         printf("resharding 4000 slots from %d to %d at %" PRIu64 " ms\n", from,
@@ -309,7 +365,8 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
     if (failover && victim >= 0 && nodes[victim]->pid <= 0 &&
         now >= event_at + 2500) {
       rh_restart(nodes[victim]);
-      printf("restarted the killed node at %" PRIu64 " ms\n", rh_now_ms() - start);
+      printf("restarted the killed node at %" PRIu64 " ms\n",
+             rh_now_ms() - start);
     }
     if (helper_running) {
       int status;
@@ -333,7 +390,8 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
     st.ops++;
     send_op(&cl, n_ops++, wait, &st, false);
   }
-  printf("storm over at %" PRIu64 " ms: %" PRIu64 " ops, %" PRIu64 " acknowledged\n",
+  printf("storm over at %" PRIu64 " ms: %" PRIu64 " ops, %" PRIu64
+         " acknowledged\n",
          rh_now_ms() - start, st.ops, st.acked);
   /* Let the cluster settle, then resend every op still pending until each
    * is acknowledged (as a client would, within its retry timeout). */
@@ -357,8 +415,9 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
     const char *argv[] = {"IDEM.GET", table, counter};
     size_t lens[] = {8, strlen(table), strlen(counter)};
     redisReply *r = rh_cluster_cmd(&cl, table, 3, argv, lens, 0, NULL);
-    RH_CHECK(r && (r->type == REDIS_REPLY_INTEGER || r->type == REDIS_REPLY_NIL),
-             "IDEM.GET %s %s", table, counter);
+    RH_CHECK(
+        r && (r->type == REDIS_REPLY_INTEGER || r->type == REDIS_REPLY_NIL),
+        "IDEM.GET %s %s", table, counter);
     long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
     freeReplyObject(r);
     if (v == 0) st.lost++;
@@ -372,15 +431,16 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
          ", WAIT short %" PRIu64 ", MOVED %" PRIu64 ", ASK %" PRIu64
          ", connection errors %" PRIu64 "\n",
          kind, wait ? "with WAIT 1" : "without WAIT", st.ops, st.retries,
-         st.acked, st.lost, st.reapplied, st.overcount, st.wait_short,
-         cl.moved, cl.asked, cl.conn_errors);
+         st.acked, st.lost, st.reapplied, st.overcount, st.wait_short, cl.moved,
+         cl.asked, cl.conn_errors);
   RH_CHECK(st.ops > 1000, "only %" PRIu64 " ops", st.ops);
   if (wait || !failover) {
     RH_CHECK(st.lost == 0, "%" PRIu64 " acknowledged ops lost", st.lost);
     RH_CHECK(st.reapplied == 0, "%" PRIu64 " retries re-applied", st.reapplied);
     RH_CHECK(st.overcount == 0, "%" PRIu64 " ops applied twice", st.overcount);
   }
-  if (!failover) RH_CHECK(cl.moved + cl.asked > 0, "the reshard moved no key in use");
+  if (!failover)
+    RH_CHECK(cl.moved + cl.asked > 0, "the reshard moved no key in use");
   rh_cluster_free(&cl);
   free(ops);
   free(queue);

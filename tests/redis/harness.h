@@ -31,16 +31,15 @@ typedef struct rh_node {
 } rh_node;
 
 /* Fail the test: print, kill every server, exit 1. */
-#define RH_CHECK(cond, ...)                                                  \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__,       \
-              #cond);                                                        \
-      fprintf(stderr, __VA_ARGS__);                                          \
-      fputc('\n', stderr);                                                   \
-      rh_dump_logs();                                                        \
-      exit(1);                                                               \
-    }                                                                        \
+#define RH_CHECK(cond, ...)                                                    \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fputc('\n', stderr);                                                     \
+      rh_dump_logs();                                                          \
+      exit(1);                                                                 \
+    }                                                                          \
   } while (0)
 
 /* Find redis-server and the module; exit RH_SKIP when redis-server is not
@@ -49,6 +48,8 @@ typedef struct rh_node {
 void rh_init(const char *server, const char *cli, const char *module,
              const char *module_args);
 const char *rh_tmpdir(void);
+/* Module arguments for the servers started from now on. */
+void rh_set_module_args(const char *args);
 const char *rh_cli(void);
 
 /* Start a server with the module loaded (and `extra` arguments, NULL

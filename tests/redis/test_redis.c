@@ -37,8 +37,8 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait);
 static void incr(redisContext *c, const char *table, const char *counter,
                  const char *client, const char *seq, const char *delta,
                  long long want_value, long long want_applied) {
-  redisReply *r =
-      rh_cmd(c, "IDEM.INCRBY %s %s %s %s %s", table, counter, client, seq, delta);
+  redisReply *r = rh_cmd(c, "IDEM.INCRBY %s %s %s %s %s", table, counter,
+                         client, seq, delta);
   RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 2,
            "IDEM.INCRBY %s %s %s %s %s: %s", table, counter, client, seq, delta,
            r->type == REDIS_REPLY_ERROR ? r->str : "not a 2-element array");
@@ -94,15 +94,22 @@ static void fingerprint(redisContext *c, char *out, size_t cap) {
                               r->type == REDIS_REPLY_NIL ? "(nil)" : "");
       freeReplyObject(r);
     }
-    pos += (size_t)snprintf(out + pos, cap - pos, "applied=%lld dups=%lld ",
-                            info_field(c, "IDEM.INFO", tables[t], "applied"),
-                            info_field(c, "IDEM.INFO", tables[t], "duplicates"));
+    pos +=
+        (size_t)snprintf(out + pos, cap - pos, "applied=%lld dups=%lld ",
+                         info_field(c, "IDEM.INFO", tables[t], "applied"),
+                         info_field(c, "IDEM.INFO", tables[t], "duplicates"));
   }
   redisReply *r = rh_cmd(c, "FBF.MEXISTS f1 a b c d e f g h i j");
   for (size_t i = 0; i < r->elements; i++)
-    pos += (size_t)snprintf(out + pos, cap - pos, "%lld", r->element[i]->integer);
+    pos +=
+        (size_t)snprintf(out + pos, cap - pos, "%lld", r->element[i]->integer);
   freeReplyObject(r);
-  r = rh_cmd(c, "DEBUG DIGEST-VALUE t1 t2 {tag}t3 f1");
+  r = rh_cmd(c, "CBF.MEXISTS cb a b c d e f g h i j");
+  for (size_t i = 0; i < r->elements; i++)
+    pos +=
+        (size_t)snprintf(out + pos, cap - pos, "%lld", r->element[i]->integer);
+  freeReplyObject(r);
+  r = rh_cmd(c, "DEBUG DIGEST-VALUE t1 t2 {tag}t3 f1 cb");
   for (size_t i = 0; i < r->elements; i++)
     pos += (size_t)snprintf(out + pos, cap - pos, " %s", r->element[i]->str);
   freeReplyObject(r);
@@ -126,6 +133,8 @@ static void populate(redisContext *c, int round) {
   }
   redisReply *r = rh_cmd(c, "FBF.ADD f1 a b c %s", round ? "d" : "e");
   freeReplyObject(r);
+  freeReplyObject(rh_cmd(c, "CBF.ADD cb a b c %s", round ? "d" : "e"));
+  freeReplyObject(rh_cmd(c, "CBF.REM cb %s", round ? "a" : "b"));
 }
 
 /* Redis' CRC-64 (Jones, reflected), which DUMP payloads end with: the
@@ -141,7 +150,8 @@ static uint64_t crc64_jones(const unsigned char *p, size_t len) {
   return crc;
 }
 
-/* ---- single node ---------------------------------------------------------- */
+/* ---- single node ----------------------------------------------------------
+ */
 
 static void single_commands(redisContext *c) {
   /* IDEM: applied, duplicate, new op; values across counters. */
@@ -150,7 +160,8 @@ static void single_commands(redisContext *c) {
   incr(c, "t0", "a", "1", "2", "7", 12, 1);
   incr(c, "t0", "b", "2", "1", "-3", -3, 1);
   incr(c, "t0", "a", "2", "1", "100", 12, 0); /* same op id, other counter */
-  incr(c, "t0", "a", "18446744073709551615", "18446744073709551615", "1", 13, 1);
+  incr(c, "t0", "a", "18446744073709551615", "18446744073709551615", "1", 13,
+       1);
   RH_CHECK(rh_int(c, "IDEM.GET t0 a") == 13, "IDEM.GET");
   redisReply *r = rh_cmd(c, "IDEM.GET t0 nosuch");
   RH_CHECK(r->type == REDIS_REPLY_NIL, "missing counter is nil");
@@ -174,26 +185,35 @@ static void single_commands(redisContext *c) {
   rh_expect_error(c, "wrong number of arguments", "IDEM.LOAD t0 1");
   rh_expect_error(c, "invalid client", "IDEM.INCRBY t0 a x 1 1");
   rh_expect_error(c, "invalid client", "IDEM.INCRBY t0 a -1 1 1");
-  rh_expect_error(c, "invalid client", "IDEM.INCRBY t0 a 18446744073709551616 1 1");
+  rh_expect_error(c, "invalid client",
+                  "IDEM.INCRBY t0 a 18446744073709551616 1 1");
   rh_expect_error(c, "invalid seq", "IDEM.INCRBY t0 a 1 1.5 1");
   rh_expect_error(c, "invalid delta", "IDEM.INCRBY t0 a 1 3 abc");
-  rh_expect_error(c, "invalid delta", "IDEM.INCRBY t0 a 1 3 9223372036854775808");
-  rh_expect_error(c, "invalid counter", "IDEM.INCRBY t0 %b 1 3 1", "", (size_t)0);
+  rh_expect_error(c, "invalid delta",
+                  "IDEM.INCRBY t0 a 1 3 9223372036854775808");
+  rh_expect_error(c, "invalid counter", "IDEM.INCRBY t0 %b 1 3 1", "",
+                  (size_t)0);
   rh_expect_error(c, "invalid now_ms", "IDEM.INCRBYAT t0 a 1 3 1 soon");
-  incr(c, "t0", "big", "3", "1", "9223372036854775807", 9223372036854775807LL, 1);
+  incr(c, "t0", "big", "3", "1", "9223372036854775807", 9223372036854775807LL,
+       1);
   rh_expect_error(c, "invalid delta", "IDEM.INCRBY t0 big 3 2 1");
   RH_CHECK(rh_int(c, "IDEM.GET t0 big") == 9223372036854775807LL,
            "overflow left the counter");
   incr(c, "t0", "big", "3", "2", "-1", 9223372036854775806LL, 1);
-  rh_expect_error(c, "invalid RETRY_TIMEOUT", "IDEM.RESERVE t9 RETRY_TIMEOUT 0");
-  rh_expect_error(c, "invalid RETRY_TIMEOUT", "IDEM.RESERVE t9 RETRY_TIMEOUT x");
+  rh_expect_error(c, "invalid RETRY_TIMEOUT",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 0");
+  rh_expect_error(c, "invalid RETRY_TIMEOUT",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT x");
   rh_expect_error(c, "invalid RETRY_TIMEOUT", "IDEM.RESERVE t9 FPP 0.1");
   rh_expect_error(c, "invalid FPP", "IDEM.RESERVE t9 RETRY_TIMEOUT 10 FPP 1");
   rh_expect_error(c, "invalid FPP", "IDEM.RESERVE t9 RETRY_TIMEOUT 10 FPP 0");
   rh_expect_error(c, "invalid FPP", "IDEM.RESERVE t9 RETRY_TIMEOUT 10 FPP nan");
-  rh_expect_error(c, "invalid STRATEGY", "IDEM.RESERVE t9 RETRY_TIMEOUT 10 STRATEGY rbf");
-  rh_expect_error(c, "invalid CAPACITY", "IDEM.RESERVE t9 RETRY_TIMEOUT 10 CAPACITY 0");
-  rh_expect_error(c, "invalid option", "IDEM.RESERVE t9 RETRY_TIMEOUT 10 COLOR red");
+  rh_expect_error(c, "invalid STRATEGY",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 STRATEGY rbf");
+  rh_expect_error(c, "invalid CAPACITY",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 CAPACITY 0");
+  rh_expect_error(c, "invalid option",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 COLOR red");
   rh_expect_error(c, "key exists", "IDEM.RESERVE t0 RETRY_TIMEOUT 10");
   rh_expect_error(c, "no such key", "IDEM.INFO nosuchtable");
   rh_expect_error(c, "invalid blob", "IDEM.LOAD t9 1 garbage");
@@ -212,21 +232,25 @@ static void single_commands(redisContext *c) {
 
   /* Forgetting, on explicit time: RETRY_TIMEOUT 3000 -> t = 1000, ids kept
    * at least 3000 ms and at most (N + 2) t = 4000 ms. */
-  freeReplyObject(rh_cmd(c, "IDEM.RESERVE tw RETRY_TIMEOUT 3000 FPP 0.001 "
-                            "CAPACITY 1000 AT 1000"));
+  freeReplyObject(rh_cmd(c,
+                         "IDEM.RESERVE tw RETRY_TIMEOUT 3000 FPP 0.001 "
+                         "CAPACITY 1000 AT 1000"));
   RH_CHECK(incr_at(c, "tw", 1, 1, 1000) == 1, "first apply");
   RH_CHECK(incr_at(c, "tw", 1, 1, 3999) == 0, "retry within the timeout");
   RH_CHECK(incr_at(c, "tw", 1, 2, 4000) == 1, "another op");
-  RH_CHECK(incr_at(c, "tw", 1, 1, 20000) == 1, "a retry after the window is new");
+  RH_CHECK(incr_at(c, "tw", 1, 1, 20000) == 1,
+           "a retry after the window is new");
   /* Time never goes back: an earlier time is taken as the table's. */
   RH_CHECK(incr_at(c, "tw", 1, 1, 5) == 0, "retry at an earlier time");
   RH_CHECK(info_field(c, "IDEM.INFO", "tw", "now_ms") == 20000, "clock");
-  freeReplyObject(rh_cmd(c, "IDEM.RESERVE ta RETRY_TIMEOUT 3000 STRATEGY "
-                            "adaptive AT 0"));
+  freeReplyObject(rh_cmd(c,
+                         "IDEM.RESERVE ta RETRY_TIMEOUT 3000 STRATEGY "
+                         "adaptive AT 0"));
   RH_CHECK(incr_at(c, "ta", 7, 7, 10) == 1 && incr_at(c, "ta", 7, 7, 2000) == 0,
            "adaptive table");
   r = rh_cmd(c, "IDEM.INFO ta");
-  RH_CHECK(r->type == REDIS_REPLY_ARRAY && strcmp(r->element[1]->str, "adaptive") == 0,
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY &&
+               strcmp(r->element[1]->str, "adaptive") == 0,
            "adaptive strategy reported");
   freeReplyObject(r);
 
@@ -237,8 +261,9 @@ static void single_commands(redisContext *c) {
                r->element[2]->integer == 0,
            "FBF.ADD a b a");
   freeReplyObject(r);
-  RH_CHECK(rh_int(c, "FBF.EXISTS f0 a") == 1 && rh_int(c, "FBF.EXISTS f0 zz") == 0,
-           "FBF.EXISTS");
+  RH_CHECK(
+      rh_int(c, "FBF.EXISTS f0 a") == 1 && rh_int(c, "FBF.EXISTS f0 zz") == 0,
+      "FBF.EXISTS");
   RH_CHECK(rh_int(c, "FBF.EXISTS nosuch a") == 0, "EXISTS on a missing key");
   r = rh_cmd(c, "FBF.MEXISTS f0 a zz b");
   RH_CHECK(r->elements == 3 && r->element[0]->integer == 1 &&
@@ -277,6 +302,56 @@ static void single_commands(redisContext *c) {
   freeReplyObject(rh_cmd(c, "FBF.RESERVE fa 100 3000 ADAPTIVE AT 0"));
   RH_CHECK(info_field(c, "FBF.INFO", "fa", "adaptive") == 1, "adaptive");
 
+  /* CBF: counts, removes, errors. */
+  r = rh_cmd(c, "CBF.ADD c0 a b a");
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+               r->element[0]->integer >= 1 && r->element[2]->integer >= 2,
+           "CBF.ADD a b a");
+  freeReplyObject(r);
+  RH_CHECK(
+      rh_int(c, "CBF.COUNT c0 a") >= 2 && rh_int(c, "CBF.EXISTS c0 b") == 1,
+      "CBF.COUNT / EXISTS");
+  r = rh_cmd(c, "CBF.REM c0 b zz");
+  RH_CHECK(r->elements == 2 && r->element[0]->integer == 1 &&
+               r->element[1]->integer == 0,
+           "CBF.REM b zz");
+  freeReplyObject(r);
+  RH_CHECK(rh_int(c, "CBF.EXISTS c0 b") == 0, "b removed");
+  r = rh_cmd(c, "CBF.MEXISTS c0 a b");
+  RH_CHECK(r->elements == 2 && r->element[0]->integer == 1 &&
+               r->element[1]->integer == 0,
+           "CBF.MEXISTS");
+  freeReplyObject(r);
+  RH_CHECK(rh_int(c, "CBF.EXISTS nosuch a") == 0, "CBF on a missing key");
+  freeReplyObject(rh_cmd(c, "CBF.RESERVE c1 1000 FPP 0.01 BITS 8 BLOCKED"));
+  r = rh_cmd(c, "CBF.INFO c1");
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 18 &&
+               r->element[7]->integer == 8 &&
+               strcmp(r->element[9]->str, "blocked") == 0,
+           "CBF.INFO bits and layout");
+  freeReplyObject(r);
+  RH_CHECK(info_field(c, "CBF.INFO", "c0", "capacity") == 100000,
+           "cbf_capacity default");
+  rh_expect_error(c, "wrong number of arguments", "CBF.ADD c0");
+  rh_expect_error(c, "wrong number of arguments", "CBF.REM c0");
+  rh_expect_error(c, "wrong number of arguments", "CBF.COUNT c0 a b");
+  rh_expect_error(c, "wrong number of arguments", "CBF.RESERVE c9");
+  rh_expect_error(c, "invalid capacity", "CBF.RESERVE c9 0");
+  rh_expect_error(c, "invalid BITS", "CBF.RESERVE c9 10 BITS 5");
+  rh_expect_error(c, "invalid FPP", "CBF.RESERVE c9 10 FPP -1");
+  rh_expect_error(c, "invalid option", "CBF.RESERVE c9 10 WIDE");
+  rh_expect_error(c, "key exists", "CBF.RESERVE c0 10");
+  rh_expect_error(c, "WRONGTYPE", "CBF.ADD f0 a");
+  rh_expect_error(c, "WRONGTYPE", "FBF.ADD c0 a");
+  rh_expect_error(c, "invalid blob", "CBF.LOAD c9 garbage");
+  /* No structure larger than max_alloc_mb (64 here): 5 M items at 32-bit
+   * counters would take 190 MB (and 2^32 items 165 GB, which with
+   * overcommit gets the server killed when the filter is zeroed). */
+  rh_expect_error(c, "out of memory", "CBF.RESERVE c9 5000000 BITS 32");
+  rh_expect_error(c, "out of memory", "FBF.RESERVE f9 5000000 1000 FPP 0.0001");
+  rh_expect_error(c, "out of memory",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 CAPACITY 20000000");
+
   /* Commands leak nothing: 3 x 4000 reads and writes of existing ids and
    * keys leave used_memory where it was, within 64 KiB of allocator noise
    * (a leaked key handle per command, as before the module used
@@ -298,11 +373,13 @@ static void single_commands(redisContext *c) {
     r = rh_cmd(c, "INFO memory");
     long long used = atoll(strstr(r->str, "used_memory:") + 12);
     freeReplyObject(r);
-    if (pass == 0) used_before = used;
-    else used_after = used;
+    if (pass == 0)
+      used_before = used;
+    else
+      used_after = used;
   }
-  RH_CHECK(used_after - used_before < 65536, "12000 commands grew memory by %lld",
-           used_after - used_before);
+  RH_CHECK(used_after - used_before < 65536,
+           "12000 commands grew memory by %lld", used_after - used_before);
 
   /* MEMORY USAGE reports the structures, not a constant. */
   long long m_small = rh_int(c, "MEMORY USAGE fw");
@@ -313,8 +390,8 @@ static void single_commands(redisContext *c) {
 }
 
 static void single_dump_restore(redisContext *c) {
-  const char *keys[] = {"t0", "f0", "tw", "fw"};
-  for (size_t k = 0; k < 4; k++) {
+  const char *keys[] = {"t0", "f0", "tw", "fw", "c0", "c1"};
+  for (size_t k = 0; k < 6; k++) {
     redisReply *d = rh_cmd(c, "DUMP %s", keys[k]);
     RH_CHECK(d->type == REDIS_REPLY_STRING, "DUMP %s", keys[k]);
     redisReply *r = rh_cmd(c, "RESTORE copy 0 %b", d->str, d->len);
@@ -341,25 +418,31 @@ static void single_dump_restore(redisContext *c) {
       memcpy(buf, d->str, len);
       buf[pos] ^= (unsigned char)(0x5a + pos);
       uint64_t crc = crc64_jones(buf, len - 8);
-      for (int b = 0; b < 8; b++) buf[len - 8 + b] = (unsigned char)(crc >> (8 * b));
+      for (int b = 0; b < 8; b++)
+        buf[len - 8 + b] = (unsigned char)(crc >> (8 * b));
       r = rh_cmd(c, "RESTORE hostile 0 %b REPLACE", buf, len);
       tries++;
       if (r->type == REDIS_REPLY_ERROR) {
         refused++;
       } else {
         redisReply *h = rh_cmd(c, "DEBUG DIGEST-VALUE %s hostile", keys[k]);
-        if (strcmp(h->element[0]->str, h->element[1]->str) == 0) same++;
-        else changed++;
+        if (strcmp(h->element[0]->str, h->element[1]->str) == 0)
+          same++;
+        else
+          changed++;
         freeReplyObject(h);
       }
       freeReplyObject(r);
     }
     free(buf);
     r = rh_cmd(c, "PING");
-    RH_CHECK(r->type == REDIS_REPLY_STATUS, "server alive after hostile RESTOREs");
+    RH_CHECK(r->type == REDIS_REPLY_STATUS,
+             "server alive after hostile RESTOREs");
     freeReplyObject(r);
-    printf("%s: %d mutated payloads: %d refused, %d loaded unchanged, %d "
-           "loaded changed\n", keys[k], tries, refused, same, changed);
+    printf(
+        "%s: %d mutated payloads: %d refused, %d loaded unchanged, %d "
+        "loaded changed\n",
+        keys[k], tries, refused, same, changed);
     RH_CHECK(changed <= 9, "%d mutated %s payloads loaded as another value",
              changed, keys[k]);
     freeReplyObject(d);
@@ -396,8 +479,9 @@ static void single_restart(rh_node *n, bool aof) {
   rh_restart(n);
   c = rh_connect(n->port, 5000);
   fingerprint(c, after, sizeof after);
-  RH_CHECK(strcmp(before, after) == 0, "%s restart changed the answers:\n%s\n%s",
-           aof ? "AOF" : "RDB", before, after);
+  RH_CHECK(strcmp(before, after) == 0,
+           "%s restart changed the answers:\n%s\n%s", aof ? "AOF" : "RDB",
+           before, after);
   /* Retries of what was applied before the restart are duplicates. */
   redisReply *r = rh_cmd(c, "IDEM.INCRBY t1 k0 1 0 1");
   RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->element[1]->integer == 0,
@@ -451,14 +535,61 @@ static int scenario_single(void) {
   single_restart(n, false);
   rh_kill(n, SIGKILL);
 
-  const char *aof[] = {"--appendonly", "yes", "--appendfsync", "always",
-                       "--aof-use-rdb-preamble", "no", NULL};
+  const char *aof[] = {"--appendonly",
+                       "yes",
+                       "--appendfsync",
+                       "always",
+                       "--aof-use-rdb-preamble",
+                       "no",
+                       NULL};
   rh_node *m = rh_start(aof);
   single_restart(m, true);
   rh_kill(m, SIGKILL);
 
   rh_node *k = rh_start(plain);
   single_corrupt_rdb(k);
+
+  /* Bad module arguments fail the module's load, with a log line naming
+   * the argument; the module's defaults come from good ones. */
+  const char *bad[][2] = {{"retry_timeout 0", "retry_timeout"},
+                          {"fpp 1.5", "fpp"},
+                          {"strategy rbf", "strategy"},
+                          {"color red", "color"},
+                          {"fpp", "name value pairs"}};
+  char rdb[700];
+  snprintf(rdb, sizeof rdb, "%s/dump.rdb", k->dir);
+  remove(rdb);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    FILE *log = fopen(k->log, "w"); /* this start's lines only */
+    if (log) fclose(log);
+    rh_set_module_args(bad[i][0]);
+    RH_CHECK(rh_restart_expect_exit(k, 10000),
+             "the server started with module arguments '%s'", bad[i][0]);
+    RH_CHECK(rh_log_contains(k, bad[i][1]), "no log line naming '%s'",
+             bad[i][1]);
+  }
+  rh_set_module_args(
+      "retry_timeout 1234 fbf_window 999 cbf_capacity 77 "
+      "strategy adaptive");
+  rh_restart(k);
+  c = rh_connect(k->port, 5000);
+  redisReply *r;
+  freeReplyObject(rh_cmd(c, "IDEM.INCRBY d x 1 1 1"));
+  freeReplyObject(rh_cmd(c, "FBF.ADD d2 x"));
+  freeReplyObject(rh_cmd(c, "CBF.ADD d3 x"));
+  RH_CHECK(info_field(c, "IDEM.INFO", "d", "window_ms") >= 1234 &&
+               info_field(c, "IDEM.INFO", "d", "window_ms") < 1240,
+           "retry_timeout argument");
+  r = rh_cmd(c, "IDEM.INFO d");
+  RH_CHECK(strcmp(r->element[1]->str, "adaptive") == 0, "strategy argument");
+  freeReplyObject(r);
+  RH_CHECK(info_field(c, "FBF.INFO", "d2", "window_ms") == 999,
+           "fbf_window argument");
+  RH_CHECK(info_field(c, "CBF.INFO", "d3", "capacity") == 77,
+           "cbf_capacity argument");
+  redisFree(c);
+  printf(
+      "module arguments: bad ones refused with a log line, good ones used\n");
   printf("single node: ok\n");
   return 0;
 }
@@ -474,7 +605,8 @@ static int scenario_replica(void) {
   static bool acked[900];
   for (int i = 0; i < 300; i++, ops++) {
     acked[i] = true;
-    redisReply *r = rh_cmd(mc, "IDEM.INCRBY {r}%d c%d 1 %d 1", i % 5, i % 13, i);
+    redisReply *r =
+        rh_cmd(mc, "IDEM.INCRBY {r}%d c%d 1 %d 1", i % 5, i % 13, i);
     RH_CHECK(r->type == REDIS_REPLY_ARRAY, "write");
     freeReplyObject(r);
   }
@@ -493,17 +625,27 @@ static int scenario_replica(void) {
     freeReplyObject(r);
     if (!up) rh_sleep_ms(50);
   }
-  /* Then the stream: applied ops, retries, FBF adds. */
+  /* Then the stream: explicit creations, applied ops, retries, adds. */
+  freeReplyObject(rh_cmd(mc, "CBF.RESERVE cfb 1000 FPP 0.01 BITS 8 BLOCKED"));
+  freeReplyObject(rh_cmd(mc, "FBF.RESERVE fa 100 3000 ADAPTIVE"));
+  freeReplyObject(
+      rh_cmd(mc, "IDEM.RESERVE {r}ta RETRY_TIMEOUT 5000 STRATEGY adaptive"));
+  freeReplyObject(rh_cmd(mc, "CBF.ADD cfb p q"));
+  freeReplyObject(rh_cmd(mc, "FBF.ADD fa p q"));
+  freeReplyObject(rh_cmd(mc, "IDEM.INCRBY {r}ta p 9 9 9"));
   for (int i = 300; i < 900; i++, ops++) {
     int seq = i % 4 == 0 ? i - 150 : i; /* every 4th is a retry */
-    redisReply *r = rh_cmd(mc, "IDEM.INCRBY {r}%d c%d 1 %d 1", seq % 5,
-                           seq % 13, seq);
+    redisReply *r =
+        rh_cmd(mc, "IDEM.INCRBY {r}%d c%d 1 %d 1", seq % 5, seq % 13, seq);
     RH_CHECK(r->type == REDIS_REPLY_ARRAY, "write");
     RH_CHECK(r->element[1]->integer == (i % 4 != 0), "op %d: applied %lld", i,
              r->element[1]->integer);
     acked[seq] = true;
     freeReplyObject(r);
     if (i % 50 == 0) freeReplyObject(rh_cmd(mc, "FBF.ADD ff x%d", i));
+    if (i % 30 == 0)
+      freeReplyObject(rh_cmd(mc, "CBF.ADD cf y%d y%d", i, i + 1));
+    if (i % 90 == 0) freeReplyObject(rh_cmd(mc, "CBF.REM cf y%d", i - 30));
   }
   long long replicas = rh_int(mc, "WAIT 1 20000");
   RH_CHECK(replicas == 1, "WAIT: %lld replicas", replicas);
@@ -521,11 +663,14 @@ static int scenario_replica(void) {
   long long dup = 0, reapplied = 0;
   for (int i = 0; i < 900; i++) {
     if (!acked[i]) continue;
-    redisReply *r = rh_cmd(rc, "IDEM.INCRBY {r}%d c%d 1 %d 1", i % 5, i % 13, i);
+    redisReply *r =
+        rh_cmd(rc, "IDEM.INCRBY {r}%d c%d 1 %d 1", i % 5, i % 13, i);
     RH_CHECK(r->type == REDIS_REPLY_ARRAY, "retry on the promoted replica: %s",
              r->type == REDIS_REPLY_ERROR ? r->str : "?");
-    if (r->element[1]->integer) reapplied++;
-    else dup++;
+    if (r->element[1]->integer)
+      reapplied++;
+    else
+      dup++;
     freeReplyObject(r);
   }
   long long total = 0;
@@ -535,9 +680,10 @@ static int scenario_replica(void) {
       if (r->type == REDIS_REPLY_INTEGER) total += r->integer;
       freeReplyObject(r);
     }
-  printf("replica promoted: %lld retries of acknowledged ops, %lld duplicates, "
-         "%lld re-applied; counters sum %lld (ops %lld)\n",
-         dup + reapplied, dup, reapplied, total, ops);
+  printf(
+      "replica promoted: %lld retries of acknowledged ops, %lld duplicates, "
+      "%lld re-applied; counters sum %lld (ops %lld)\n",
+      dup + reapplied, dup, reapplied, total, ops);
   RH_CHECK(reapplied == 0, "%lld retries re-applied on the promoted replica",
            reapplied);
   RH_CHECK(total == dup, "counters sum %lld, expected %lld distinct ops", total,
@@ -546,8 +692,12 @@ static int scenario_replica(void) {
   RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->element[1]->integer == 1,
            "a new op on the promoted replica");
   freeReplyObject(r);
-  RH_CHECK(rh_int(rc, "FBF.EXISTS ff x850") == 1 && rh_int(rc, "FBF.EXISTS ff a"),
-           "FBF on the promoted replica");
+  RH_CHECK(
+      rh_int(rc, "FBF.EXISTS ff x850") == 1 && rh_int(rc, "FBF.EXISTS ff a"),
+      "FBF on the promoted replica");
+  RH_CHECK(rh_int(rc, "CBF.COUNT cf y841") >= 1 &&
+               rh_int(rc, "CBF.EXISTS cf y900") == 0,
+           "CBF on the promoted replica");
   redisFree(rc);
   printf("master + replica: ok\n");
   return 0;
@@ -567,7 +717,7 @@ int main(int argc, char **argv) {
                                argc > 4 && strcmp(argv[4], "wait") == 0);
   }
   rh_init(getenv("BK_REDIS_SERVER"), getenv("BK_REDIS_CLI"), module,
-          "retry_timeout 30000 fpp 0.0001 ops_per_period 2000");
+          "retry_timeout 30000 fpp 0.0001 ops_per_period 2000 max_alloc_mb 64");
   if (strcmp(scenario, "single") == 0) return scenario_single();
   if (strcmp(scenario, "replica") == 0) return scenario_replica();
   fprintf(stderr, "unknown scenario %s\n", scenario);
