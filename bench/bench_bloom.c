@@ -496,6 +496,99 @@ static void set_up_size(int s) {
   }
 }
 
+/* ---- the scale run (--bk_scale[=L], issue #8) ------------------------------
+ * 2^L distinct keys (default 2^32) into one filter of each layout sized for
+ * them at 1 % by (capacity, fpp), as a user would (about 5.4 GiB each at
+ * 2^32): the build time (two threads, bk_fx_fill), then independent
+ * single-key lookups of present and absent keys; the absent lookups' hit
+ * rate is the measured false positive rate, reported beside the layout's
+ * formula (fpr_formula) at the filter's m. 64-bit indexing must hold where
+ * 32-bit filters stop (libbloom's int entries, ~537 M at 1 %). One filter
+ * is alive at a time: filling a layout's frees the one before. Not in the
+ * default run. */
+typedef struct scale_case {
+  bk_fx_bloom bloom;
+  bk_fx_setup setup;
+  double build_s, formula;
+  uint64_t rng[2];
+  bool present;
+} scale_case;
+
+static scale_case scale_cases[N_LAYOUTS][2]; /* [layout][present, absent] */
+
+static bool scale_ready(scale_case *sc, bk_bench_state *st) {
+  bk_fx_bloom *b = &sc->bloom;
+  if (b->filled) return true;
+  /* One scale filter alive at a time: the previous layout's is done (the
+   * shim may call a body several times, so a body never frees its own). */
+  for (int l = 0; l < N_LAYOUTS; l++)
+    if (&scale_cases[l][0] != sc) bk_fx_bloom_release(&scale_cases[l][0].bloom);
+  double t0 = bk_fx_now();
+  if (!bk_fx_bloom_filled(b, &sc->setup, st)) return false;
+  sc->build_s = bk_fx_now() - t0;
+  return true;
+}
+
+static void bench_scale(bk_bench_state *st, void *p) {
+  scale_case *sc = p;
+  /* Both ops of a layout share the present case's filter. */
+  scale_case *owner = sc->present ? sc : sc - 1;
+  if (!scale_ready(owner, st)) return;
+  bk_fx_bloom *b = &owner->bloom;
+  bk_fx_tally t = bk_fx_lookups(st, bk_fx_bloom_contains, b->filled,
+                                &sc->rng[0],
+                                sc->present ? b->n_keys : BK_FX_ABSENT, false);
+  bk_fx_report(st, t, "hit_rate", sc->present, "bk_bloom_contains failed");
+  bk_bench_counter(st, "bits_per_key", (double)b->m_bits / (double)b->n_keys);
+  bk_bench_counter(st, "build_s", owner->build_s);
+  bk_bench_counter(st, "fpr_formula", owner->formula);
+}
+
+static void register_scale(unsigned log2_keys) {
+  char name[96], group[48];
+  uint64_t n = (uint64_t)1 << log2_keys;
+  snprintf(group, sizeof group, "scale 2^%u", log2_keys);
+  bk_bench_opts opts = {.group = group, .min_time = MIN_TIME};
+  for (int l = 0; l < N_LAYOUTS; l++) {
+    scale_case *sc = scale_cases[l];
+    bk_fx_bloom *b = &sc[0].bloom;
+    snprintf(b->label, sizeof b->label, "%s scale 2^%u",
+             layout_name(layouts[l]), log2_keys);
+    /* The size (capacity, fpp) gives this layout, from a throwaway create
+     * of the same config (no bits are touched: storage is lazily zeroed). */
+    bk_bloom_config cfg = {
+        .capacity = n, .fpp = TARGET_FPP, .layout = layouts[l]};
+    bk_bloom *probe = NULL;
+    bk_bloom_info info = {0};
+    if (bk_bloom_create(&probe, &cfg) != BK_OK ||
+        bk_bloom_info_get(probe, &info) != BK_OK)
+      bk_fx_fail(&sc[0].setup, NULL, "bk_bloom_create for 2^%u keys failed",
+                 log2_keys);
+    bk_bloom_destroy(probe);
+    b->layout = layouts[l];
+    b->m_bits = info.m_bits ? info.m_bits : 512;
+    b->k = info.k ? info.k : 1;
+    b->fpp = TARGET_FPP;
+    b->n_keys = n;
+    double f = 0;
+    if (layouts[l] == BK_BLOOM_SPLIT_BLOCK)
+      (void)bk_params_fpp_split_block(b->m_bits, n, &f);
+    else if (layouts[l] == BK_BLOOM_BLOCKED)
+      (void)bk_params_fpp_blocked(b->m_bits, b->k, n, &f);
+    else
+      (void)bk_params_fpp(b->m_bits, b->k, n, &f);
+    sc[0].formula = f;
+    for (int o = 0; o < 2; o++) {
+      sc[o].present = o == 0;
+      sc[o].rng[0] = bk_fx_stream(9000 + (uint64_t)(l * 2 + o));
+      snprintf(name, sizeof name, "scale/2^%u/%s/%s", log2_keys,
+               layout_name(layouts[l]),
+               o == 0 ? "contains_present" : "contains_absent");
+      bk_bench_register(name, bench_scale, &sc[o], &opts);
+    }
+  }
+}
+
 void bk_bench_register_bloom(void) {
   int n_sizes = bk_bench_quick() ? 1 : N_SIZES;
   char name[96], group[48];
@@ -525,6 +618,7 @@ void bk_bench_register_bloom(void) {
     }
   }
   register_targets();
+  if (bk_bench_scale()) register_scale(bk_bench_scale());
 }
 
 void bk_bench_release_bloom(void) {
@@ -534,4 +628,5 @@ void bk_bench_release_bloom(void) {
     for (int l = 0; l < N_LAYOUTS; l++)
       bk_fx_bloom_release(&filters[s][l].bloom);
   }
+  for (int l = 0; l < N_LAYOUTS; l++) bk_fx_bloom_release(&scale_cases[l][0].bloom);
 }

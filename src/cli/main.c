@@ -36,7 +36,8 @@ static const bk_cli_subcommand subcommands[] = {
      bk_cli_kbf_experiments},
     {"sim",
      "simulations: `sim counters`, idempotent counters under retries "
-     "(thesis Fig. 6.7, 6.9); `sim dkbf`, d-kBF load balancing",
+     "(thesis Fig. 6.7, 6.9); `sim clocks`, Bloom against vector clocks; "
+     "`sim dkbf`, d-kBF load balancing",
      bk_cli_sim},
 };
 

@@ -1247,6 +1247,10 @@ static const bk_cli_subcommand simulations[] = {
      "idempotent counters under client retries: NONE / RBF / FBF / "
      "FBF_ADAPTIVE (thesis Fig. 6.7, 6.9)",
      sim_counters},
+    {"clocks",
+     "Bloom clocks against vector clocks on a simulated execution "
+     "(issue #12)",
+     bk_cli_sim_clocks},
     {"dkbf",
      "d-kBF slab load balancing: Algorithm 8 over random settings (kBF "
      "paper Figs. 20-23)",

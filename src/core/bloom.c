@@ -45,6 +45,11 @@
 
 #include "bloomkit/bloom.h"
 #include "bloomkit/params.h"
+/* xxHash's header-only mode (as in hash.c): the default hash is compiled
+ * into the probe paths here, with no call through the PLT to bk__hash. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "hash_inline.h"
 #include "internal.h"
 #include "sync.h"
@@ -69,6 +74,24 @@ struct bk_bloom {
   uint64_t capacity;
   bk__region locks; /* key locks (sync.h) */
 };
+
+/* bk__hash with XXH3, the default, inlined; the same digest. Keys up to 16
+ * bytes take XXH3's short path directly (what XXH3_128bits_withSeed does for
+ * them with the default secret, a force-inlined function of xxhash.h's
+ * header-only mode), so a short key costs no call at all; test_bloom's
+ * golden blobs and test_bloom_split's reference (through bk_hash_bytes)
+ * pin that the digest is the same. */
+static inline __attribute__((always_inline)) bk_hash bloom_hash(
+    const bk_bloom *b, const void *key, size_t len) {
+  if (BK_LIKELY(b->hash_alg == BK_HASH_XXH3)) {
+    XXH128_hash_t x =
+        len <= 16 ? XXH3_len_0to16_128b((const xxh_u8 *)key, len, XXH3_kSecret,
+                                        b->seed)
+                  : XXH3_128bits_withSeed(key, len, b->seed);
+    return (bk_hash){x.low64, x.high64};
+  }
+  return bk__hash(b->hash_alg, b->seed, key, len);
+}
 
 /* ---- probes ------------------------------------------------------------ */
 
@@ -272,8 +295,8 @@ __attribute__((target("avx2"))) static inline __m256i split_mask_avx2(
  * assembled in a register, not by one vector load: concurrent adds write
  * it with 64-bit atomics, and a vector load beside them would be a data
  * race in C11's terms. testc: all mask bits set in the block. */
-__attribute__((target("avx2"), noinline)) static bool split_test_avx2(
-    const uint64_t *blk, uint32_t key) {
+__attribute__((target("avx2"), always_inline)) static inline bool
+split_test_avx2_inline(const uint64_t *blk, uint32_t key) {
   __m256i mask = split_mask_avx2(key);
   __m256i v = _mm256_set_epi64x(
       (long long)__atomic_load_n(&blk[3], __ATOMIC_RELAXED),
@@ -283,9 +306,19 @@ __attribute__((target("avx2"), noinline)) static bool split_test_avx2(
   return _mm256_testc_si256(v, mask) != 0;
 }
 
+__attribute__((target("avx2"), noinline)) static bool split_test_avx2(
+    const uint64_t *blk, uint32_t key) {
+  return split_test_avx2_inline(blk, key);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void
+split_masks_avx2_inline(uint32_t key, uint64_t mask[SPLIT_WORDS64]) {
+  _mm256_storeu_si256((__m256i *)(void *)mask, split_mask_avx2(key));
+}
+
 __attribute__((target("avx2"), noinline)) static void split_masks_avx2(
     uint32_t key, uint64_t mask[SPLIT_WORDS64]) {
-  _mm256_storeu_si256((__m256i *)(void *)mask, split_mask_avx2(key));
+  split_masks_avx2_inline(key, mask);
 }
 
 static bool cpu_has_avx2(void) {
@@ -367,6 +400,31 @@ static inline bool split_add_sw(bk_bloom *b, bk_hash h) {
   for (unsigned j = 0; j < SPLIT_WORDS64; j++) fresh |= sw_or(&blk[j], mask[j]);
   return fresh != 0;
 }
+
+#ifdef BK_SPLIT_AVX2
+/* A whole single-key call of a split-block filter on the AVX2 path in one
+ * function: hash (XXH3 inlined), block, masks and probe, so a lookup or an
+ * add makes one call (an AVX2 function cannot be inlined into the portable
+ * entry point, and a second call per key showed in the in-cache figures). */
+__attribute__((target("avx2"), noinline)) static bool split_contains_key_avx2(
+    const bk_bloom *b, const void *key, size_t len) {
+  bk_hash h = bloom_hash(b, key, len);
+  return split_test_avx2_inline(split_block_of(b, h.lo), (uint32_t)h.lo);
+}
+
+__attribute__((target("avx2"), noinline)) static void split_add_key_avx2(
+    bk_bloom *b, const void *key, size_t len) {
+  bk_hash h = bloom_hash(b, key, len);
+  uint64_t mask[SPLIT_WORDS64];
+  split_masks_avx2_inline((uint32_t)h.lo, mask);
+  uint64_t *blk = split_block_of(b, h.lo);
+  if (b->single_writer) {
+    for (unsigned j = 0; j < SPLIT_WORDS64; j++) (void)sw_or(&blk[j], mask[j]);
+  } else {
+    (void)split_set(blk, mask);
+  }
+}
+#endif
 
 static inline bool probe_contains(const bk_bloom *b, bk_hash h) {
   switch (b->layout) {
@@ -544,7 +602,7 @@ static inline bk_status hash_key(const bk_bloom *b, const void *key, size_t len,
   BK_RETURN_IF(!b || (!key && len), BK_EINVAL);
   BK_RETURN_IF(b->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
                BK_EINVAL);
-  *out = bk__hash(b->hash_alg, b->seed, key, len);
+  *out = bloom_hash(b, key, len);
   return BK_OK;
 }
 
@@ -556,6 +614,12 @@ bk_status bk_bloom_hash(const bk_bloom *b, const void *key, size_t len,
 
 bk_status bk_bloom_add(bk_bloom *b, const void *key, size_t len) {
   bk_hash h;
+#ifdef BK_SPLIT_AVX2
+  if (b && b->simd && (key || !len) && b->hash_alg != BK_HASH_MURMUR3) {
+    split_add_key_avx2(b, key, len); /* simd: split-block only */
+    return BK_OK;
+  }
+#endif
   BK_TRY(hash_key(b, key, len, &h));
   (void)probe_add(b, h);
   return BK_OK;
@@ -571,6 +635,12 @@ bk_status bk_bloom_contains(const bk_bloom *b, const void *key, size_t len,
                             bool *out) {
   bk_hash h;
   BK_RETURN_IF(!out, BK_EINVAL);
+#ifdef BK_SPLIT_AVX2
+  if (b && b->simd && (key || !len) && b->hash_alg != BK_HASH_MURMUR3) {
+    *out = split_contains_key_avx2(b, key, len);
+    return BK_OK;
+  }
+#endif
   BK_TRY(hash_key(b, key, len, &h));
   *out = probe_contains(b, h);
   return BK_OK;
@@ -665,15 +735,14 @@ static bk_status check_batch(const bk_bloom *b, const void *const *keys,
     bk_hash ring_[BATCH_AHEAD];                                               \
     size_t lead_ = (n) < BATCH_AHEAD ? (n) : BATCH_AHEAD;                     \
     for (size_t i_ = 0; i_ < lead_; i_++) {                                   \
-      ring_[i_] = bk__hash((b)->hash_alg, (b)->seed, (keys)[i_], (lens)[i_]); \
+      ring_[i_] = bloom_hash((b), (keys)[i_], (lens)[i_]);                    \
       prefetch_key((b), ring_[i_], (WRITE));                                  \
     }                                                                         \
     for (size_t i = 0; i < (n); i++) {                                        \
       bk_hash h = ring_[i % BATCH_AHEAD];                                     \
       size_t next_ = i + BATCH_AHEAD;                                         \
       if (next_ < (n)) {                                                      \
-        bk_hash nh_ =                                                         \
-            bk__hash((b)->hash_alg, (b)->seed, (keys)[next_], (lens)[next_]); \
+        bk_hash nh_ = bloom_hash((b), (keys)[next_], (lens)[next_]);          \
         ring_[i % BATCH_AHEAD] = nh_;                                         \
         prefetch_key((b), nh_, (WRITE));                                      \
       }                                                                       \
