@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Benchmarks of bk_bloom, the classic Bloom filter, in both layouts at three
+ * Benchmarks of bk_bloom, the classic Bloom filter, in its three layouts
+ * (standard, blocked, split-block) at three
  * sizes of filter bits (1 MiB, 32 MiB, 256 MiB), against a baseline that
  * reads one random 64-byte line of a bk_bits array of the same size, and the
  * issue's targets for them.
  *
- * Each filter is sized by m = size * 8 bits and k = 7, and filled with its
+ * Each filter is sized by m = size * 8 bits and k = 7 (split-block: k = 8,
+ * which the layout fixes, at the same bits per key), and filled with its
  * p-capacity at p = 0.01 (bk_params_p_capacity: n = floor(m (ln 2)^2 / -ln p),
  * for which the optimal k is round((m / n) ln 2) = 7), so bits/key is 9.59 and
  * about half the bits are set: a filter "filled to its design capacity".
@@ -84,11 +86,23 @@ typedef enum op {
   OP_CONTAINS_MANY_PRESENT,
   OP_CONTAINS_MANY_ABSENT,
   OP_ADD_MANY,
+  /* Adds with the scratch switched to single_writer (one adding thread, no
+   * locked instruction), on the same scratch scheme as add. */
+  OP_ADD_SW,
+  OP_ADD_IF_ABSENT_SW,
   OP_COUNT
 } op;
 
 /* What an op runs; the adds write the scratch copy. */
-typedef enum run { LOOKUPS, LOOKUPS_MANY, ADDS, ADDS_IF_ABSENT, ADDS_MANY } run;
+typedef enum run {
+  LOOKUPS,
+  LOOKUPS_MANY,
+  ADDS,
+  ADDS_IF_ABSENT,
+  ADDS_MANY,
+  ADDS_SW,
+  ADDS_IF_ABSENT_SW
+} run;
 
 /* Each op: its name (after "<size>/[dep/]<layout>/"), its loop, the keys it
  * looks up (present or absent), and what it reports. */
@@ -123,6 +137,12 @@ static const op_spec ops[OP_COUNT] = {
                                  "bk_bloom_contains_many failed"},
     [OP_ADD_MANY] = {"add_many", ADDS_MANY, false, false, NULL,
                      "bk_bloom_add_many or the scratch reset failed"},
+    [OP_ADD_SW] = {"add_single_writer", ADDS_SW, false, false, NULL,
+                   "bk_bloom_add or the scratch reset failed"},
+    [OP_ADD_IF_ABSENT_SW] = {"add_if_absent_single_writer", ADDS_IF_ABSENT_SW,
+                             false, false, "new_rate",
+                             "bk_bloom_add_if_absent or the scratch reset "
+                             "failed"},
 };
 
 /* The two groups of each size, in run (and table) order: a baseline reading
@@ -133,12 +153,14 @@ static const op independent_ops[] = {OP_CONTAINS_PRESENT,
                                      OP_CONTAINS_MANY_ABSENT,
                                      OP_ADD,
                                      OP_ADD_IF_ABSENT,
-                                     OP_ADD_MANY};
+                                     OP_ADD_MANY,
+                                     OP_ADD_SW,
+                                     OP_ADD_IF_ABSENT_SW};
 static const op dependent_ops[] = {OP_CONTAINS_PRESENT_DEP,
                                    OP_CONTAINS_ABSENT_DEP};
 #define N_OPS(a) (sizeof(a) / sizeof((a)[0]))
 
-enum { N_SIZES = 3, N_LAYOUTS = 2, N_MODES = 2 };
+enum { N_SIZES = 3, N_LAYOUTS = 3, N_MODES = 2 };
 static const struct mode {
   const char *group; /* after the size, e.g. "1MiB dependent" */
   const char *path;  /* after the size in names, e.g. "1MiB/dep/..." */
@@ -149,8 +171,8 @@ static const struct mode {
     {" dependent", "/dep", dependent_ops, N_OPS(dependent_ops)},
 };
 static const uint64_t sizes_mib[N_SIZES] = {1, 32, 256};
-static const bk_bloom_layout layouts[N_LAYOUTS] = {BK_BLOOM_STANDARD,
-                                                   BK_BLOOM_BLOCKED};
+static const bk_bloom_layout layouts[N_LAYOUTS] = {
+    BK_BLOOM_STANDARD, BK_BLOOM_BLOCKED, BK_BLOOM_SPLIT_BLOCK};
 
 typedef struct filter_case {
   bk_fx_bloom bloom; /* filled with its p-capacity; scratch for adds */
@@ -182,7 +204,9 @@ static bench_arg args[N_SIZES][N_LAYOUTS][OP_COUNT];
 static baseline_arg baseline_args[N_SIZES][N_MODES];
 
 static const char *layout_name(bk_bloom_layout layout) {
-  return layout == BK_BLOOM_BLOCKED ? "blocked" : "standard";
+  return layout == BK_BLOOM_SPLIT_BLOCK ? "split"
+         : layout == BK_BLOOM_BLOCKED   ? "blocked"
+                                        : "standard";
 }
 
 /* ---- the batched loops -------------------------------------------------- */
@@ -287,6 +311,16 @@ static void bench_filter(bk_bench_state *st, void *p) {
     case ADDS_MANY:
       t = add_many(st, b);
       break;
+    case ADDS_SW:
+    case ADDS_IF_ABSENT_SW:
+      /* Only this thread adds to the scratch: single_writer holds. */
+      (void)bk_bloom_set_single_writer(b->scratch, true);
+      t = bk_fx_fresh_adds(st,
+                           o->loop == ADDS_SW ? bk_fx_bloom_add
+                                              : bk_fx_bloom_add_if_absent,
+                           b->scratch, &b->fresh);
+      (void)bk_bloom_set_single_writer(b->scratch, false);
+      break;
   }
   bk_fx_report(st, t, o->rate, o->present, o->failed);
   bk_bench_counter(st, "bits_per_key", (double)b->m_bits / (double)b->n_keys);
@@ -384,6 +418,39 @@ static void register_targets(void) {
       "  per call, overlapped only by the CPU). The library hashes and\n"
       "  prefetches 16 keys ahead, so more misses overlap than the CPU finds\n"
       "  on its own: throughput when the caller has its keys up front.");
+  /* Issue #8: the split-block layout against the others, and every
+   * layout's adds against its own lookups (concurrent adds <= 3x find for
+   * standard and blocked; single-writer adds reported). */
+  for (int s = 0; s < N_SIZES; s++) {
+    unsigned long long mib = (unsigned long long)sizes_mib[s];
+    static const char *const split_vs[] = {
+        "contains_present", "contains_absent", "add", "add_single_writer",
+        "add_if_absent"};
+    for (int l = 0; l < 2; l++) {
+      for (size_t i = 0; i < sizeof split_vs / sizeof split_vs[0]; i++) {
+        snprintf(label, sizeof label, "split vs %s %s, %llu MiB",
+                 layout_name(layouts[l]), split_vs[i], mib);
+        snprintf(num, sizeof num, "%lluMiB/split/%s", mib, split_vs[i]);
+        snprintf(den, sizeof den, "%lluMiB/%s/%s", mib,
+                 layout_name(layouts[l]), split_vs[i]);
+        bk_fx_ratio(label, num, den, BK_FX_INFO);
+      }
+    }
+    for (int l = 0; l < N_LAYOUTS; l++) {
+      const char *lay = layout_name(layouts[l]);
+      snprintf(label, sizeof label, "add vs contains_absent, %s, %llu MiB",
+               lay, mib);
+      snprintf(num, sizeof num, "%lluMiB/%s/add", mib, lay);
+      snprintf(den, sizeof den, "%lluMiB/%s/contains_absent", mib, lay);
+      bk_fx_ratio(label, num, den,
+                  layouts[l] == BK_BLOOM_SPLIT_BLOCK ? BK_FX_INFO : 3.0);
+      snprintf(label, sizeof label, "single-writer add vs add, %s, %llu MiB",
+               lay, mib);
+      snprintf(num, sizeof num, "%lluMiB/%s/add_single_writer", mib, lay);
+      snprintf(den, sizeof den, "%lluMiB/%s/add", mib, lay);
+      bk_fx_ratio(label, num, den, BK_FX_INFO);
+    }
+  }
   for (int l = 0; l < N_LAYOUTS; l++) {
     for (int s = 0; s < N_SIZES; s++) {
       const char *lay = layout_name(layouts[l]);
@@ -415,7 +482,7 @@ static void set_up_size(int s) {
              (unsigned long long)sizes_mib[s]);
     b->layout = layouts[l];
     b->m_bits = bytes * 8;
-    b->k = DESIGN_K;
+    b->k = layouts[l] == BK_BLOOM_SPLIT_BLOCK ? 8 : DESIGN_K;
     b->fpp = TARGET_FPP;
     if (bk_params_p_capacity(b->m_bits, TARGET_FPP, &b->n_keys) != BK_OK ||
         b->n_keys == 0) {
@@ -425,6 +492,99 @@ static void set_up_size(int s) {
     for (int o = 0; o < OP_COUNT; o++) {
       fc->rng[o] = bk_fx_stream((uint64_t)(s * 100 + l * 10 + o));
       args[s][l][o] = (bench_arg){fc, (op)o};
+    }
+  }
+}
+
+/* ---- the scale run (--bk_scale[=L], issue #8) ------------------------------
+ * 2^L distinct keys (default 2^32) into one filter of each layout sized for
+ * them at 1 % by (capacity, fpp), as a user would (about 5.4 GiB each at
+ * 2^32): the build time (two threads, bk_fx_fill), then independent
+ * single-key lookups of present and absent keys; the absent lookups' hit
+ * rate is the measured false positive rate, reported beside the layout's
+ * formula (fpr_formula) at the filter's m. 64-bit indexing must hold where
+ * 32-bit filters stop (libbloom's int entries, ~537 M at 1 %). One filter
+ * is alive at a time: filling a layout's frees the one before. Not in the
+ * default run. */
+typedef struct scale_case {
+  bk_fx_bloom bloom;
+  bk_fx_setup setup;
+  double build_s, formula;
+  uint64_t rng[2];
+  bool present;
+} scale_case;
+
+static scale_case scale_cases[N_LAYOUTS][2]; /* [layout][present, absent] */
+
+static bool scale_ready(scale_case *sc, bk_bench_state *st) {
+  bk_fx_bloom *b = &sc->bloom;
+  if (b->filled) return true;
+  /* One scale filter alive at a time: the previous layout's is done (the
+   * shim may call a body several times, so a body never frees its own). */
+  for (int l = 0; l < N_LAYOUTS; l++)
+    if (&scale_cases[l][0] != sc) bk_fx_bloom_release(&scale_cases[l][0].bloom);
+  double t0 = bk_fx_now();
+  if (!bk_fx_bloom_filled(b, &sc->setup, st)) return false;
+  sc->build_s = bk_fx_now() - t0;
+  return true;
+}
+
+static void bench_scale(bk_bench_state *st, void *p) {
+  scale_case *sc = p;
+  /* Both ops of a layout share the present case's filter. */
+  scale_case *owner = sc->present ? sc : sc - 1;
+  if (!scale_ready(owner, st)) return;
+  bk_fx_bloom *b = &owner->bloom;
+  bk_fx_tally t = bk_fx_lookups(st, bk_fx_bloom_contains, b->filled,
+                                &sc->rng[0],
+                                sc->present ? b->n_keys : BK_FX_ABSENT, false);
+  bk_fx_report(st, t, "hit_rate", sc->present, "bk_bloom_contains failed");
+  bk_bench_counter(st, "bits_per_key", (double)b->m_bits / (double)b->n_keys);
+  bk_bench_counter(st, "build_s", owner->build_s);
+  bk_bench_counter(st, "fpr_formula", owner->formula);
+}
+
+static void register_scale(unsigned log2_keys) {
+  char name[96], group[48];
+  uint64_t n = (uint64_t)1 << log2_keys;
+  snprintf(group, sizeof group, "scale 2^%u", log2_keys);
+  bk_bench_opts opts = {.group = group, .min_time = MIN_TIME};
+  for (int l = 0; l < N_LAYOUTS; l++) {
+    scale_case *sc = scale_cases[l];
+    bk_fx_bloom *b = &sc[0].bloom;
+    snprintf(b->label, sizeof b->label, "%s scale 2^%u",
+             layout_name(layouts[l]), log2_keys);
+    /* The size (capacity, fpp) gives this layout, from a throwaway create
+     * of the same config (no bits are touched: storage is lazily zeroed). */
+    bk_bloom_config cfg = {
+        .capacity = n, .fpp = TARGET_FPP, .layout = layouts[l]};
+    bk_bloom *probe = NULL;
+    bk_bloom_info info = {0};
+    if (bk_bloom_create(&probe, &cfg) != BK_OK ||
+        bk_bloom_info_get(probe, &info) != BK_OK)
+      bk_fx_fail(&sc[0].setup, NULL, "bk_bloom_create for 2^%u keys failed",
+                 log2_keys);
+    bk_bloom_destroy(probe);
+    b->layout = layouts[l];
+    b->m_bits = info.m_bits ? info.m_bits : 512;
+    b->k = info.k ? info.k : 1;
+    b->fpp = TARGET_FPP;
+    b->n_keys = n;
+    double f = 0;
+    if (layouts[l] == BK_BLOOM_SPLIT_BLOCK)
+      (void)bk_params_fpp_split_block(b->m_bits, n, &f);
+    else if (layouts[l] == BK_BLOOM_BLOCKED)
+      (void)bk_params_fpp_blocked(b->m_bits, b->k, n, &f);
+    else
+      (void)bk_params_fpp(b->m_bits, b->k, n, &f);
+    sc[0].formula = f;
+    for (int o = 0; o < 2; o++) {
+      sc[o].present = o == 0;
+      sc[o].rng[0] = bk_fx_stream(9000 + (uint64_t)(l * 2 + o));
+      snprintf(name, sizeof name, "scale/2^%u/%s/%s", log2_keys,
+               layout_name(layouts[l]),
+               o == 0 ? "contains_present" : "contains_absent");
+      bk_bench_register(name, bench_scale, &sc[o], &opts);
     }
   }
 }
@@ -458,6 +618,7 @@ void bk_bench_register_bloom(void) {
     }
   }
   register_targets();
+  if (bk_bench_scale()) register_scale(bk_bench_scale());
 }
 
 void bk_bench_release_bloom(void) {
@@ -467,4 +628,5 @@ void bk_bench_release_bloom(void) {
     for (int l = 0; l < N_LAYOUTS; l++)
       bk_fx_bloom_release(&filters[s][l].bloom);
   }
+  for (int l = 0; l < N_LAYOUTS; l++) bk_fx_bloom_release(&scale_cases[l][0].bloom);
 }

@@ -37,5 +37,9 @@ void bk_bench_release_scbf(void);
  * bk_bloom of the same m and k. */
 void bk_bench_register_kbf(void);
 void bk_bench_release_kbf(void);
+/* bench_bloomclock.c: bk_bloomclock tick, merge, receive and compare at
+ * m = 64 .. 4096 against memcpy, and against bk_vclock at p = 1024, 4096. */
+void bk_bench_register_bloomclock(void);
+void bk_bench_release_bloomclock(void);
 
 #endif

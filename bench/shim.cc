@@ -62,6 +62,7 @@ std::vector<Entry> g_entries;
 std::vector<Target> g_targets;
 std::vector<std::string> g_notes;
 bool g_quick = false;
+unsigned g_scale = 0; /* --bk_scale[=LOG2]: log2 of the scale run's keys */
 uint64_t g_seed = UINT64_C(0x5eedb100f11e75);
 double g_min_time_override = 0;  // 0: none
 constexpr double kQuickMinTime = 0.02;
@@ -389,6 +390,7 @@ void bk_bench_skip(bk_bench_state *s, const char *message) {
 }
 
 bool bk_bench_quick(void) { return g_quick; }
+unsigned bk_bench_scale(void) { return g_scale; }
 uint64_t bk_bench_seed(void) { return g_seed; }
 
 int bk_bench_main(int argc, char **argv, void (*register_benchmarks)(void)) {
@@ -402,6 +404,15 @@ int bk_bench_main(int argc, char **argv, void (*register_benchmarks)(void)) {
     const char *a = argv[i];
     if (std::strcmp(a, "--bk_quick") == 0) {
       g_quick = true;
+    } else if (std::strcmp(a, "--bk_scale") == 0) {
+      g_scale = 32;
+    } else if (std::strncmp(a, "--bk_scale=", 11) == 0) {
+      uint64_t v = 0;
+      if (!parse_u64(a + 11, &v) || v < 10 || v > 36) {
+        std::fprintf(stderr, "bad %s (log2 of the keys, 10..36)\n", a);
+        return 1;
+      }
+      g_scale = (unsigned)v;
     } else if (std::strncmp(a, "--bk_seed=", 10) == 0) {
       if (!parse_u64(a + 10, &g_seed)) {
         std::fprintf(stderr, "bad %s\n", a);
@@ -422,6 +433,8 @@ int bk_bench_main(int argc, char **argv, void (*register_benchmarks)(void)) {
           "  --bk_seed=N        seed for keys and hashing (also "
           "BK_BENCH_SEED=N)\n"
           "  --bk_min_time=S    min_time of every benchmark, seconds\n"
+          "  --bk_scale[=L]     also the scale run: 2^L keys (default 32)\n"
+          "                     into one filter of each bloom layout at 1 %%\n"
           "Google Benchmark flags follow.\n\n");
       ++i;
       continue;  // leave --help for benchmark::Initialize

@@ -118,6 +118,12 @@ void bk_bench_skip(bk_bench_state *st, const char *message);
 /** True in quick (smoke-test) mode: --bk_quick or BK_BENCH_QUICK=1. */
 bool bk_bench_quick(void);
 
+/**
+ * The scale run's size, log2 of its keys: --bk_scale (32) or --bk_scale=L;
+ * 0 (the default) when it is off.
+ */
+unsigned bk_bench_scale(void);
+
 /** The run's seed: --bk_seed=N or BK_BENCH_SEED, else a fixed default. */
 uint64_t bk_bench_seed(void);
 

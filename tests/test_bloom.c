@@ -237,6 +237,21 @@ static void test_create_capacity_fpp(void **state) {
       memset(&info, 0xA5, sizeof info);
       assert_bk_ok(bk_bloom_info_get(b, &info));
       uint64_t want_m = layout == BK_BLOOM_BLOCKED ? round512(m_opt) : m_opt;
+      if (layout == BK_BLOOM_BLOCKED) {
+        /* Blocked: the least whole number of blocks (in 1/64 steps from
+         * the standard m) whose own rate meets p. */
+        double rate, rate_std_m;
+        assert_int_equal(info.m_bits % 512, 0);
+        assert_bk_ok(bk_params_fpp_blocked(info.m_bits, k_opt, cases[i].n,
+                                           &rate));
+        assert_true(rate <= p);
+        assert_bk_ok(bk_params_fpp_blocked(want_m, k_opt, cases[i].n,
+                                           &rate_std_m));
+        assert_true(info.m_bits == want_m || rate_std_m > p);
+        assert_true(info.m_bits >= want_m &&
+                    info.m_bits <= round512(want_m + want_m / 2));
+        want_m = info.m_bits;
+      }
       assert_int_equal(info.m_bits, want_m);
       assert_int_equal(info.k, k_opt);
       assert_int_equal(info.layout, layout);
@@ -1387,12 +1402,18 @@ static void test_create_bad_arguments(void **state) {
   expect_create_einval(&c, "capacity UINT64_MAX");
   c = (bk_bloom_config){.capacity = (uint64_t)1 << 38, .fpp = 1e-300};
   expect_create_einval(&c, "capacity 2^38 at fpp 1e-300");
-  c = (bk_bloom_config){.capacity = 1000, .layout = (bk_bloom_layout)2};
-  expect_create_einval(&c, "layout 2");
+  c = (bk_bloom_config){.capacity = 1000, .layout = (bk_bloom_layout)3};
+  expect_create_einval(&c, "layout 3");
+  c = (bk_bloom_config){
+      .capacity = 1000, .k = 7, .layout = BK_BLOOM_SPLIT_BLOCK};
+  expect_create_einval(&c, "split-block k 7");
+  c = (bk_bloom_config){
+      .m_bits = ((uint64_t)1 << 40) + 1, .layout = BK_BLOOM_SPLIT_BLOCK};
+  expect_create_einval(&c, "split-block m rounds above 2^40");
   c = (bk_bloom_config){.capacity = 1000, .layout = (bk_bloom_layout)-1};
   expect_create_einval(&c, "layout -1");
-  c = (bk_bloom_config){.capacity = 1000, .hash_alg = (bk_hash_alg)3};
-  expect_create_einval(&c, "hash 3");
+  c = (bk_bloom_config){.capacity = 1000, .hash_alg = (bk_hash_alg)4};
+  expect_create_einval(&c, "hash 4");
   c = (bk_bloom_config){.capacity = 1000, .hash_alg = (bk_hash_alg)-1};
   expect_create_einval(&c, "hash -1");
   c = (bk_bloom_config){.capacity = 1000,
@@ -1659,14 +1680,26 @@ static void test_deserialize_crafted(void **state) {
   c = craft_default(1024, 255, 1);
   expect_crafted(&c, BK_ECORRUPT, "k 255 blocked");
   c = craft_default(1024, 4, 2);
-  expect_crafted(&c, BK_ECORRUPT, "layout 2");
+  expect_crafted(&c, BK_ECORRUPT, "layout 2 (split-block) with k 4");
+  c = craft_default(1024, 8, 2);
+  expect_crafted(&c, BK_OK, "split-block m 1024 k 8");
+  c = craft_default(768, 8, 2);
+  expect_crafted(&c, BK_OK, "split-block m 768 k 8");
+  c = craft_default(1000, 8, 2);
+  expect_crafted(&c, BK_ECORRUPT, "split-block m 1000");
+  c = craft_default(128, 8, 2);
+  expect_crafted(&c, BK_ECORRUPT, "split-block m 128");
+  c = craft_default(1024, 4, 3);
+  expect_crafted(&c, BK_ECORRUPT, "layout 3");
   c = craft_default(1024, 4, 7);
   expect_crafted(&c, BK_ECORRUPT, "layout 7");
   c = craft_default(1024, 4, 255);
   expect_crafted(&c, BK_ECORRUPT, "layout 255");
   c = craft_default(1024, 4, 0);
   c.alg = 3;
-  expect_crafted(&c, BK_ECORRUPT, "hash alg 3");
+  expect_crafted(&c, BK_OK, "hash alg 3 (XXH64)");
+  c.alg = 4;
+  expect_crafted(&c, BK_ECORRUPT, "hash alg 4");
   c.alg = 255;
   expect_crafted(&c, BK_ECORRUPT, "hash alg 255");
   c = craft_default(1024, 4, 0);

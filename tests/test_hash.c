@@ -226,7 +226,8 @@ static void test_alg_names(void **state) {
   assert_non_null(bk_hash_alg_name(BK_HASH_MURMUR3));
   assert_string_equal(bk_hash_alg_name(BK_HASH_XXH3), "xxh3");
   assert_string_equal(bk_hash_alg_name(BK_HASH_MURMUR3), "murmur3");
-  assert_null(bk_hash_alg_name((bk_hash_alg)3));
+  assert_string_equal(bk_hash_alg_name(BK_HASH_XXH64), "xxh64");
+  assert_null(bk_hash_alg_name((bk_hash_alg)4));
   assert_null(bk_hash_alg_name((bk_hash_alg)99));
   assert_null(bk_hash_alg_name((bk_hash_alg)-1));
 }
@@ -627,6 +628,23 @@ static void test_indices_pairs_uniform_murmur_seed_len(void **state) {
 
 /* ---- bad arguments ------------------------------------------------------- */
 
+/* XXH64 (Parquet's hash): the reference value of the empty input with seed
+ * 0 from the xxHash documentation, and of "abc"; hi is mix64(lo). */
+static void test_xxh64_known_answers(void **state) {
+  (void)state;
+  bk_hash h;
+  assert_bk_ok(bk_hash_bytes(BK_HASH_XXH64, 0, NULL, 0, &h));
+  assert_int_equal(h.lo, 0xEF46DB3751D8E999ull);
+  uint64_t x = h.lo;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  assert_int_equal(h.hi, x ^ (x >> 31));
+  assert_bk_ok(bk_hash_bytes(BK_HASH_XXH64, 0, "abc", 3, &h));
+  assert_int_equal(h.lo, XXH64("abc", 3, 0));
+  assert_bk_ok(bk_hash_bytes(BK_HASH_XXH64, 7, "abc", 3, &h));
+  assert_int_equal(h.lo, XXH64("abc", 3, 7));
+}
+
 static void test_bad_args(void **state) {
   (void)state;
   bk_hash h;
@@ -638,7 +656,7 @@ static void test_bad_args(void **state) {
                      BK_EINVAL);
     assert_bk_status(bk_hash_u64((bk_hash_alg)alg, 0, 5, NULL), BK_EINVAL);
   }
-  const int bad_algs[] = {3, 4, 99, -1};
+  const int bad_algs[] = {4, 5, 99, -1};
   for (size_t i = 0; i < sizeof bad_algs / sizeof bad_algs[0]; i++) {
     assert_bk_status(bk_hash_bytes((bk_hash_alg)bad_algs[i], 0, buf, 4, &h),
                      BK_EINVAL);
@@ -698,6 +716,7 @@ int main(void) {
       cmocka_unit_test(test_reduce_uniform),
       cmocka_unit_test(test_indices_uniform_from_keys),
       cmocka_unit_test(test_indices_pairs_uniform_murmur_seed_len),
+      cmocka_unit_test(test_xxh64_known_answers),
       cmocka_unit_test(test_bad_args),
   };
   return cmocka_run_group_tests(tests, setup, NULL);

@@ -16,6 +16,7 @@
 #include "bloomkit/fbf.h"
 #include "bloomkit/rbf.h"
 #include "bloomkit/idem.h"
+#include "bloomkit/bloomclock.h"
 #include "bloomkit/kbf.h"
 
 #endif

@@ -26,6 +26,13 @@ typedef enum bk_hash_alg {
   BK_HASH_DEFAULT = 0,
   BK_HASH_XXH3 = 1,    /**< XXH3_128bits_withSeed (xxHash >= 0.8) */
   BK_HASH_MURMUR3 = 2, /**< MurmurHash3_x64_128, 32-bit seed */
+  /**
+   * XXH64 (64-bit digest, 64-bit seed): the hash of Apache Parquet's split
+   * block Bloom filters (seed 0). The digest is {lo = XXH64, hi =
+   * mix64(lo)}, so a layout that wants a second half still gets one. Only
+   * bk_bloom accepts it (the other structures refuse it with BK_EINVAL).
+   */
+  BK_HASH_XXH64 = 3,
 } bk_hash_alg;
 
 /** A 128-bit digest: `lo` and `hi` are the low and high 64-bit halves. */
@@ -35,8 +42,8 @@ typedef struct bk_hash {
 } bk_hash;
 
 /**
- * Hash `len` bytes at `key` (NULL allowed only when len == 0).
- * For BK_HASH_MURMUR3 the seed must fit in 32 bits; for XXH3 all 64 bits count.
+ * Hash `len` bytes at `key` (NULL allowed only when len == 0), with any of
+ * the algorithms above. For BK_HASH_MURMUR3 the seed must fit in 32 bits; for XXH3 all 64 bits count.
  * Errors: BK_EINVAL for a NULL out, NULL key with len > 0, an unknown
  * algorithm, a Murmur seed above UINT32_MAX, or len > INT32_MAX for Murmur.
  */
@@ -76,7 +83,10 @@ static inline uint64_t bk_reduce(uint64_t word, uint64_t range) {
 BK_API bk_status bk_hash_indices(bk_hash h, unsigned k, uint64_t range,
                                  uint64_t *out);
 
-/** Name of an algorithm ("xxh3", "murmur3"), or NULL for an unknown value. */
+/**
+ * Name of an algorithm ("xxh3", "murmur3", "xxh64"), or NULL for an unknown
+ * value.
+ */
 BK_API const char *bk_hash_alg_name(bk_hash_alg alg);
 
 #ifdef __cplusplus

@@ -86,6 +86,26 @@ BK_API bk_status bk_params_fpp(uint64_t m_bits, unsigned k, uint64_t n,
 BK_API bk_status bk_params_fpp_blocked(uint64_t m_bits, unsigned k, uint64_t n,
                                        double *out);
 
+/** Bits in one block of a split-block filter: eight 32-bit words. */
+#define BK_SPLIT_BLOCK_BITS 256u
+
+/**
+ * False positive probability of a split-block filter (BK_BLOOM_SPLIT_BLOCK:
+ * 256-bit blocks of eight 32-bit words, each key sets one bit in each word
+ * of one uniformly chosen block, the Apache Parquet layout), of m bits
+ * holding n distinct keys:
+ *   sum_j P[Poisson(n 256 / m) = j] * (1 - (1 - 1/32)^j)^8
+ * A block that holds j keys has each word's bit of a probe set with
+ * probability 1 - (31/32)^j (the j keys drew its one bit uniformly), and a
+ * probe is a false positive when all eight are. This is the blocked formula
+ * of bk_params_fpp_blocked with k = 8 and the block split into eight
+ * one-bit-per-key words. m must be a positive multiple of 256.
+ * Cost: O(sqrt(n 256 / m)) terms. Errors: BK_EINVAL (NULL out, m not a
+ * positive multiple of 256).
+ */
+BK_API bk_status bk_params_fpp_split_block(uint64_t m_bits, uint64_t n,
+                                           double *out);
+
 /**
  * p-capacity (kbf-paper Sec. 4): the most elements a filter of m bits holds
  * without its false positive probability exceeding p, with the optimal k:

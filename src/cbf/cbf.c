@@ -48,22 +48,21 @@ static uint64_t cells_per_block(unsigned width) {
 
 /* Blocked: the smallest whole number of blocks (searched upwards from the
  * standard layout's m in 1/64 steps) whose exact blocked rate meets fpp. */
+typedef struct blocked_rate {
+  unsigned cells, k;
+  uint64_t capacity;
+} blocked_rate;
+
+static bk_status blocked_rate_of(uint64_t m, const void *ctx, double *out) {
+  const blocked_rate *r = ctx;
+  return bk__fpp_blocked_cells(m, r->cells, r->k, r->capacity, out);
+}
+
 static bk_status blocked_m(uint64_t capacity, double fpp, unsigned k,
                            unsigned cells, uint64_t m_std, uint64_t *out) {
-  uint64_t m = (m_std + cells - 1) / cells * cells;
-  for (unsigned it = 0; it < 1024; it++) {
-    BK_RETURN_IF(m > BK__CBF_COUNTERS_MAX, BK_EINVAL);
-    double p;
-    BK_TRY(bk__fpp_blocked_cells(m, cells, k, capacity, &p));
-    if (p <= fpp) {
-      *out = m;
-      return BK_OK;
-    }
-    uint64_t next = m + m / 64;
-    m = (next + cells - 1) / cells * cells;
-    if (m == next - m / 64) m += cells;
-  }
-  return BK_EINVAL; /* cannot reach fpp with this k and block */
+  blocked_rate r = {cells, k, capacity};
+  return bk__m_search(m_std, cells, BK__CBF_COUNTERS_MAX, fpp, blocked_rate_of,
+                      &r, out);
 }
 
 bk_status bk__cbf_resolve(const bk_cbf_config *cfg, bk__cbf_params *out) {
@@ -400,8 +399,8 @@ bk_status bk_cbf_count(const bk_cbf *f, const void *key, size_t len,
 
 /* ---- batches --------------------------------------------------------- */
 
-/* Keys go through in groups: hash and prefetch a whole group, then operate
- * on it, so the misses of a group overlap. */
+/* Adds and removes go through in groups: hash a group and prefetch every
+ * line its keys write, then operate on it, so the misses of a group overlap. */
 #define GROUP 8
 
 static bk_status check_batch(const void *f, const void *const *keys,
@@ -412,14 +411,13 @@ static bk_status check_batch(const void *f, const void *const *keys,
   return BK_OK;
 }
 
-typedef enum { OP_ADD, OP_REMOVE, OP_CONTAINS } batch_op;
+typedef enum { OP_ADD, OP_REMOVE } batch_op;
 
-static size_t run_group(bk_cbf *f, const bk_hash *hs, size_t g, batch_op op,
-                        bool *out) {
+static size_t run_group(bk_cbf *f, const bk_hash *hs, size_t g, batch_op op) {
   uint64_t idx[GROUP][BK_K_MAX];
   for (size_t j = 0; j < g; j++) {
     positions(f, hs[j], idx[j]);
-    prefetch_idx(f, idx[j], op != OP_CONTAINS);
+    prefetch_idx(f, idx[j], 1);
   }
   size_t done = 0;
   for (size_t j = 0; j < g; j++) {
@@ -428,10 +426,7 @@ static size_t run_group(bk_cbf *f, const bk_hash *hs, size_t g, batch_op op,
       for (unsigned i = 0; i < f->k; i++) inc(f, x[i]);
       continue;
     }
-    bool present = all_nonzero(f, x);
-    if (op == OP_CONTAINS) {
-      out[j] = present;
-    } else if (present) {
+    if (all_nonzero(f, x)) {
       for (unsigned i = 0; i < f->k; i++) dec(f, x[i]);
       done++;
     }
@@ -440,14 +435,14 @@ static size_t run_group(bk_cbf *f, const bk_hash *hs, size_t g, batch_op op,
 }
 
 static size_t run_keys(bk_cbf *f, const void *const *keys, const size_t *lens,
-                       size_t n, batch_op op, bool *out) {
+                       size_t n, batch_op op) {
   bk_hash hs[GROUP];
   size_t done = 0;
   for (size_t i = 0; i < n; i += GROUP) {
     size_t g = n - i < GROUP ? n - i : GROUP;
     for (size_t j = 0; j < g; j++)
       hs[j] = bk__hash(f->hash_alg, f->seed, keys[i + j], lens[i + j]);
-    done += run_group(f, hs, g, op, out ? out + i : NULL);
+    done += run_group(f, hs, g, op);
   }
   return done;
 }
@@ -455,32 +450,69 @@ static size_t run_keys(bk_cbf *f, const void *const *keys, const size_t *lens,
 bk_status bk_cbf_add_many(bk_cbf *f, const void *const *keys,
                           const size_t *lens, size_t n) {
   BK_TRY(check_batch(f, keys, lens, n));
-  (void)run_keys(f, keys, lens, n, OP_ADD, NULL);
+  (void)run_keys(f, keys, lens, n, OP_ADD);
   return BK_OK;
 }
 
 bk_status bk_cbf_remove_many(bk_cbf *f, const void *const *keys,
                              const size_t *lens, size_t n, size_t *removed) {
   BK_TRY(check_batch(f, keys, lens, n));
-  size_t done = run_keys(f, keys, lens, n, OP_REMOVE, NULL);
+  size_t done = run_keys(f, keys, lens, n, OP_REMOVE);
   if (removed) *removed = done;
   return BK_OK;
+}
+
+/* Lookups keep a window of CONTAINS_AHEAD hashed keys: key i + AHEAD is
+ * hashed and its first two probe lines (one block, blocked) prefetched while
+ * key i is checked with the single-key path, which stops at the first zero.
+ * Prefetching all k lines of a whole group (as adds do) spent bandwidth on
+ * lines an absent key never reads: batched lookups were slower than single
+ * ones (47 against 30 ns on a 50/50 mix, bloomkit compare, 1 M keys). */
+#define CONTAINS_AHEAD 16u
+
+static inline void prefetch_first(const bk_cbf *f, bk_hash h) {
+  if (f->layout == BK_BLOOM_BLOCKED) {
+    __builtin_prefetch(f->words + bk_reduce(h.lo, f->n_blocks) * 8, 0, 3);
+    return;
+  }
+  const unsigned lw = f->log_width;
+  uint64_t b0 = bk_reduce(h.lo, f->m) << lw;
+  uint64_t b1 = bk_reduce(h.lo + bk__mix64(h.hi), f->m) << lw;
+  __builtin_prefetch(f->words + (b0 >> 6), 0, 3);
+  __builtin_prefetch(f->words + (b1 >> 6), 0, 3);
 }
 
 bk_status bk_cbf_contains_many(const bk_cbf *f, const void *const *keys,
                                const size_t *lens, size_t n, bool *out) {
   BK_TRY(check_batch(f, keys, lens, n));
   BK_RETURN_IF(n && !out, BK_EINVAL);
-  (void)run_keys((bk_cbf *)f, keys, lens, n, OP_CONTAINS, out);
+  bk_hash ring[CONTAINS_AHEAD];
+  size_t lead = n < CONTAINS_AHEAD ? n : CONTAINS_AHEAD;
+  for (size_t i = 0; i < lead; i++) {
+    ring[i] = bk__hash(f->hash_alg, f->seed, keys[i], lens[i]);
+    prefetch_first(f, ring[i]);
+  }
+  for (size_t i = 0; i < n; i++) {
+    bk_hash h = ring[i % CONTAINS_AHEAD];
+    size_t next = i + CONTAINS_AHEAD;
+    if (next < n) {
+      bk_hash nh = bk__hash(f->hash_alg, f->seed, keys[next], lens[next]);
+      ring[i % CONTAINS_AHEAD] = nh;
+      prefetch_first(f, nh);
+    }
+    out[i] = bk__cbf_contains(f, h);
+  }
   return BK_OK;
 }
 
 bk_status bk_cbf_contains_many_hash(const bk_cbf *f, const bk_hash *hashes,
                                     size_t n, bool *out) {
   BK_RETURN_IF(!f || (n && (!hashes || !out)), BK_EINVAL);
-  for (size_t i = 0; i < n; i += GROUP) {
-    size_t g = n - i < GROUP ? n - i : GROUP;
-    (void)run_group((bk_cbf *)f, hashes + i, g, OP_CONTAINS, out + i);
+  size_t lead = n < CONTAINS_AHEAD ? n : CONTAINS_AHEAD;
+  for (size_t i = 0; i < lead; i++) prefetch_first(f, hashes[i]);
+  for (size_t i = 0; i < n; i++) {
+    if (i + CONTAINS_AHEAD < n) prefetch_first(f, hashes[i + CONTAINS_AHEAD]);
+    out[i] = bk__cbf_contains(f, hashes[i]);
   }
   return BK_OK;
 }

@@ -297,19 +297,32 @@ static void size_for(const workload *w, uint64_t *m, unsigned *k,
   }
 }
 
-/* bk_bloom; variant = layout. */
-static void *bkbloom_create(const workload *w, unsigned layout, double *target) {
+/* bk_bloom; variant: the layout in bits 0-1, bit 2 single writer. */
+#define BLOOM_SINGLE_WRITER 4u
+static void *bkbloom_create(const workload *w, unsigned v, double *target) {
   uint64_t m;
   unsigned k;
   size_for(w, &m, &k, target);
-  bk_bloom_config c = {.m_bits = m, .k = k, .layout = (bk_bloom_layout)layout,
+  bk_bloom_layout layout = (bk_bloom_layout)(v & 3u);
+  bool split = layout == BK_BLOOM_SPLIT_BLOCK;
+  bk_bloom_config c = {.m_bits = m,
+                       .k = split ? 8 : k, /* the layout's own k */
+                       .layout = layout,
+                       .single_writer = (v & BLOOM_SINGLE_WRITER) != 0,
                        .seed = w->seed};
-  if (w->bits_per_key == 0) c = (bk_bloom_config){.capacity = w->n,
-                                                  .fpp = w->fpp,
-                                                  .layout = c.layout,
-                                                  .seed = w->seed};
+  if (w->bits_per_key == 0) {
+    c.m_bits = 0;
+    c.k = 0;
+    c.capacity = w->n;
+    c.fpp = w->fpp;
+  }
   bk_bloom *b = NULL;
-  return bk_bloom_create(&b, &c) == BK_OK ? b : NULL;
+  if (bk_bloom_create(&b, &c) != BK_OK) return NULL;
+  bk_bloom_info i;
+  if (split && w->bits_per_key > 0 && bk_bloom_info_get(b, &i) == BK_OK &&
+      bk_params_fpp_split_block(i.m_bits, w->n, target) != BK_OK)
+    *target = NAN;
+  return b;
 }
 static void bkbloom_destroy(void *s) { bk_bloom_destroy(s); }
 static bk_status bkbloom_add(void *s, const void *key, size_t len, uint64_t id) {
@@ -579,6 +592,13 @@ static const kind lb_kind = {lb_create,   lb_destroy, lb_add, NULL, NULL,
 static const variant variants[] = {
     {"bloom standard", &bkbloom_kind, BK_BLOOM_STANDARD, true},
     {"bloom blocked", &bkbloom_kind, BK_BLOOM_BLOCKED, true},
+    {"bloom split-block", &bkbloom_kind, BK_BLOOM_SPLIT_BLOCK, true},
+    {"bloom standard 1-writer", &bkbloom_kind,
+     BK_BLOOM_STANDARD | BLOOM_SINGLE_WRITER, false},
+    {"bloom blocked 1-writer", &bkbloom_kind,
+     BK_BLOOM_BLOCKED | BLOOM_SINGLE_WRITER, false},
+    {"bloom split-block 1-writer", &bkbloom_kind,
+     BK_BLOOM_SPLIT_BLOCK | BLOOM_SINGLE_WRITER, false},
     {"cbf 4-bit standard", &cbf_kind, 0, true},
     {"cbf 4-bit blocked", &cbf_kind, 1, true},
     {"cbf 4-bit standard 1-writer", &cbf_kind, 2, false},
@@ -909,7 +929,8 @@ static int plot_compare(const char *dir, const row *rows, size_t n) {
 /* ---- the command ------------------------------------------------------- */
 
 static const char *const variant_names[N_VARIANTS + 1] = {
-    "bloom-standard",   "bloom-blocked", "cbf-standard", "cbf-blocked",
+    "bloom-standard",   "bloom-blocked", "bloom-split",  "bloom-standard-1w",
+    "bloom-blocked-1w", "bloom-split-1w", "cbf-standard", "cbf-blocked",
     "cbf-standard-1w",  "scbf",          "fbf",          "rbf",
     "kbf",
 #ifdef BK_HAVE_LIBBLOOM
@@ -983,12 +1004,7 @@ int bk_cli_compare(int argc, char **argv) {
   if (csv && json)
     return bk_cli_usage_error(stderr, PROG, "--csv and --json: pick one");
   if (plot_dir) {
-    if (!bk_plot_available()) {
-      fprintf(stderr, PROG ": --plot needs gnuplot (Debian: gnuplot-nox; "
-                           "scripts/bootstrap.sh installs it)\n");
-      return 1;
-    }
-    if (bk_plot_make_dir(PROG, plot_dir, stderr)) return 1;
+    if (bk_plot_prepare(PROG, plot_dir, stderr)) return 1;
   }
   status = 1;
   if (keys_file) {

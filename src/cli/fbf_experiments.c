@@ -853,12 +853,7 @@ int bk_cli_fbf_experiments(int argc, char **argv) {
   for (size_t i = 0; i < n_only; i++) o.figures |= 1u << only[i];
   if (o.series_probes == 0) o.series_probes = o.probes;
   if (o.plot_dir) {
-    if (!bk_plot_available()) {
-      fprintf(stderr, PROG ": --plot needs gnuplot (Debian: gnuplot-nox; "
-                      "scripts/bootstrap.sh installs it)\n");
-      return 1;
-    }
-    if (bk_plot_make_dir(PROG, o.plot_dir, stderr)) return 1;
+    if (bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
     if (!o.out_dir) o.out_dir = o.plot_dir;
   }
   if (o.out_dir && bk_plot_make_dir(PROG, o.out_dir, stderr)) return 1;

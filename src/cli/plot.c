@@ -42,6 +42,15 @@ int bk_plot_make_dir(const char *prog, const char *dir, FILE *err) {
   return 1;
 }
 
+int bk_plot_prepare(const char *prog, const char *dir, FILE *err) {
+  if (!bk_plot_available()) {
+    fprintf(err, "%s: --plot needs gnuplot (Debian: gnuplot-nox; "
+                 "scripts/bootstrap.sh installs it)\n", prog);
+    return 1;
+  }
+  return bk_plot_make_dir(prog, dir, err);
+}
+
 /* A gnuplot single-quoted string: nothing is special in it but the quote,
  * written twice. Paths and titles go through here. */
 static void put_quoted(FILE *f, const char *s) {

@@ -59,4 +59,9 @@ int bk_plot_draw(const char *dir, const bk_plot_figure *fig, FILE *err);
  * or 1 after saying why on err. `prog` prefixes the message. */
 int bk_plot_make_dir(const char *prog, const char *dir, FILE *err);
 
+/** What a command does first with `--plot DIR`: check that gnuplot is
+ * there and make DIR. Returns 0, or 1 after saying on err what is missing
+ * (gnuplot: which Debian package has it) or why DIR cannot be made. */
+int bk_plot_prepare(const char *prog, const char *dir, FILE *err);
+
 #endif

@@ -4,7 +4,7 @@
  * thesis chapter 5 and Sec. 6.4: Fig. 6.7, counters with and without an FBF;
  * Fig. 6.9, an FBF against a Recyclable Bloom Filter of equal memory), run
  * on bk_idem in simulated time. `bloomkit sim` is the dispatcher: its first
- * argument names the simulation (only `counters` so far).
+ * argument names the simulation (`counters` here; `dkbf` in sim_dkbf.c).
  *
  * The model. Time is simulated in milliseconds. `--ops` original increments
  * arrive at the server following the load shape (below); op i goes to a
@@ -1226,12 +1226,7 @@ static int sim_counters(int argc, char **argv) {
     }
   }
   if (o.plot_dir) {
-    if (!bk_plot_available()) {
-      fprintf(stderr, PROG ": --plot needs gnuplot (Debian: gnuplot-nox; "
-                      "scripts/bootstrap.sh installs it)\n");
-      return 1;
-    }
-    if (bk_plot_make_dir(PROG, o.plot_dir, stderr)) return 1;
+    if (bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
   }
   filter_shape fs;
   if ((status = check_options(&o)) || (status = shape_filters(&o, &fs)) ||
@@ -1252,6 +1247,14 @@ static const bk_cli_subcommand simulations[] = {
      "idempotent counters under client retries: NONE / RBF / FBF / "
      "FBF_ADAPTIVE (thesis Fig. 6.7, 6.9)",
      sim_counters},
+    {"clocks",
+     "Bloom clocks against vector clocks on a simulated execution "
+     "(issue #12)",
+     bk_cli_sim_clocks},
+    {"dkbf",
+     "d-kBF slab load balancing: Algorithm 8 over random settings (kBF "
+     "paper Figs. 20-23)",
+     bk_cli_sim_dkbf},
 };
 
 int bk_cli_sim(int argc, char **argv) {

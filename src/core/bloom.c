@@ -16,6 +16,26 @@
  * Positions are drawn with replacement, which is what the false positive
  * formula (bk_params_fpp_blocked) assumes.
  *
+ * Split-block (the Apache Parquet Split Block Bloom Filter, parquet-format
+ * BloomFilter.md): 256-bit blocks of eight 32-bit words. Of the digest only
+ * the 64-bit word h = h.lo counts (XXH64 seed 0 makes it Parquet's hash):
+ *
+ *      h: [63 ........... 32] [31 ............ 0]
+ *          block selector       key
+ *      block = ((h >> 32) * n_blocks) >> 32           (multiply-shift)
+ *      word i of the block gets bit (key * SALT[i]) >> 27, i = 0 .. 7
+ *
+ * so every key sets exactly one bit in each of the eight words (k = 8). In
+ * the u64 words of bk_bits, 32-bit word 2j is the low and 2j+1 the high
+ * half of word j of the block (four u64 per block), which on the wire is
+ * the little-endian bitset Parquet writes. Two code paths compute it: a
+ * portable one and an AVX2 one (one vpmulld, a shift and a vpsllvd for all
+ * eight masks), chosen at create by cpuid; tests compare them bit for bit.
+ *
+ * With single_writer one thread adds at a time: a word is a relaxed load
+ * and a relaxed store, no locked instruction and no key lock (see the
+ * single-writer section below).
+ *
  * add_if_absent serialises callers on one of 64 cache-line-padded spin locks
  * picked by the key's digest: two threads adding the same key take the same
  * lock, so exactly one of them sees the key absent. Plain adds need no lock:
@@ -25,6 +45,11 @@
 
 #include "bloomkit/bloom.h"
 #include "bloomkit/params.h"
+/* xxHash's header-only mode (as in hash.c): the default hash is compiled
+ * into the probe paths here, with no call through the PLT to bk__hash. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "hash_inline.h"
 #include "internal.h"
 #include "sync.h"
@@ -39,14 +64,34 @@ struct bk_bloom {
   bk_bits bits;    /* m_bits = bits.n_bits */
   uint64_t *words; /* bits.words, hoisted */
   uint64_t m_bits;
-  uint64_t n_blocks; /* blocked layout only */
+  uint64_t n_blocks; /* blocked and split-block layouts */
   unsigned k;
   bk_bloom_layout layout;
+  bool simd; /* split-block: the AVX2 path (the CPU has it) */
+  bool single_writer; /* adds from one thread at a time: plain RMW */
   bk_hash_alg hash_alg; /* never BK_HASH_DEFAULT */
   uint64_t seed;
   uint64_t capacity;
   bk__region locks; /* key locks (sync.h) */
 };
+
+/* bk__hash with XXH3, the default, inlined; the same digest. Keys up to 16
+ * bytes take XXH3's short path directly (what XXH3_128bits_withSeed does for
+ * them with the default secret, a force-inlined function of xxhash.h's
+ * header-only mode), so a short key costs no call at all; test_bloom's
+ * golden blobs and test_bloom_split's reference (through bk_hash_bytes)
+ * pin that the digest is the same. */
+static inline __attribute__((always_inline)) bk_hash bloom_hash(
+    const bk_bloom *b, const void *key, size_t len) {
+  if (BK_LIKELY(b->hash_alg == BK_HASH_XXH3)) {
+    XXH128_hash_t x =
+        len <= 16 ? XXH3_len_0to16_128b((const xxh_u8 *)key, len, XXH3_kSecret,
+                                        b->seed)
+                  : XXH3_128bits_withSeed(key, len, b->seed);
+    return (bk_hash){x.low64, x.high64};
+  }
+  return bk__hash(b->hash_alg, b->seed, key, len);
+}
 
 /* ---- probes ------------------------------------------------------------ */
 
@@ -90,19 +135,28 @@ static inline bool blocked_contains(const bk_bloom *b, bk_hash h) {
   return blocked_test(block_of(b, h), h, b->k);
 }
 
+/* The concurrent adds below share one shape: load every word the key
+ * touches (relaxed, one cache line or block), collect without a branch the
+ * set of words that lack some of the key's bits, then one atomic OR per
+ * such word, walking that set by its lowest bit. So a word whose bits are
+ * all there costs no locked instruction, a word costs at most one whatever
+ * its number of bits, and no branch depends on a single bit (only the
+ * walk's exit, once per add). */
 /* Sets the key's bits; returns true when at least one was clear. */
 static inline bool blocked_add(bk_bloom *b, bk_hash h) {
   uint64_t *blk = block_of(b, h);
   uint64_t mask[8] = {0};
   BLOCK_POSITIONS(h, b->k, { mask[pos >> 6] |= (uint64_t)1 << (pos & 63); });
-  bool changed = false;
-  for (unsigned w = 0; w < 8; w++) {
-    if (!mask[w]) continue;
-    uint64_t cur = __atomic_load_n(&blk[w], __ATOMIC_RELAXED);
-    if ((cur & mask[w]) != mask[w]) {
-      __atomic_fetch_or(&blk[w], mask[w], __ATOMIC_RELAXED);
-      changed = true;
-    }
+  unsigned todo = 0;
+  for (unsigned w = 0; w < 8; w++)
+    todo |= (unsigned)((mask[w] & ~__atomic_load_n(&blk[w], __ATOMIC_RELAXED)) !=
+                       0)
+            << w;
+  bool changed = todo != 0;
+  while (todo) {
+    unsigned w = (unsigned)__builtin_ctz(todo);
+    __atomic_fetch_or(&blk[w], mask[w], __ATOMIC_RELAXED);
+    todo &= todo - 1;
   }
   return changed;
 }
@@ -139,7 +193,9 @@ static inline bool standard_contains(const bk_bloom *b, bk_hash h) {
 }
 
 /* Adds compute and prefetch every word first, so the k cache misses overlap
- * instead of queueing behind each locked OR. */
+ * instead of queueing behind each locked OR; then the shape described at
+ * blocked_add, with one bit per probe (two probes in one word may both OR
+ * it: a second OR of a set bit is harmless and rare). */
 static inline bool standard_add(bk_bloom *b, bk_hash h) {
   uint64_t idx[BK_K_MAX];
   uint64_t a = h.lo, s = mix64(h.hi);
@@ -151,39 +207,290 @@ static inline bool standard_add(bk_bloom *b, bk_hash h) {
     a += s;
     s += i + 1;
   }
-  bool changed = false;
-  for (unsigned i = 0; i < k; i++) {
-    uint64_t mask = (uint64_t)1 << (idx[i] & 63);
-    uint64_t *w = &words[idx[i] >> 6];
-    if (!(__atomic_load_n(w, __ATOMIC_RELAXED) & mask)) {
-      __atomic_fetch_or(w, mask, __ATOMIC_RELAXED);
-      changed = true;
-    }
+  uint64_t todo = 0;
+  for (unsigned i = 0; i < k; i++)
+    todo |= (uint64_t)(((__atomic_load_n(&words[idx[i] >> 6], __ATOMIC_RELAXED) >>
+                         (idx[i] & 63)) &
+                        1) ^
+                       1)
+            << i;
+  bool changed = todo != 0;
+  while (todo) {
+    unsigned i = (unsigned)__builtin_ctzll(todo);
+    __atomic_fetch_or(&words[idx[i] >> 6], (uint64_t)1 << (idx[i] & 63),
+                      __ATOMIC_RELAXED);
+    todo &= todo - 1;
   }
   return changed;
 }
 
-static inline bool probe_contains(const bk_bloom *b, bk_hash h) {
-  return b->layout == BK_BLOOM_BLOCKED ? blocked_contains(b, h)
-                                       : standard_contains(b, h);
+/* ---- split-block layout ------------------------------------------------ */
+
+/* The eight odd salts of the Parquet specification, one per word. */
+static const uint32_t split_salt[8] = {0x47b6137bu, 0x44974d91u, 0x8824ad5bu,
+                                       0xa2b7289du, 0x705495c7u, 0x2df1424bu,
+                                       0x9efc4947u, 0x5c6bfb31u};
+
+#define SPLIT_WORDS64 (BK_SPLIT_BLOCK_BITS / 64u) /* u64 words per block */
+
+static inline uint64_t *split_block_of(const bk_bloom *b, uint64_t h) {
+  /* n_blocks <= 2^32 (m <= 2^40), so the product fits in 64 bits. */
+  return b->words + ((h >> 32) * b->n_blocks >> 32) * SPLIT_WORDS64;
 }
 
-static inline void probe_add(bk_bloom *b, bk_hash h) {
-  if (b->layout == BK_BLOOM_BLOCKED)
-    (void)blocked_add(b, h);
-  else
-    (void)standard_add(b, h);
+/* The block's four u64 masks: word 2j's bit in the low half of mask[j],
+ * word 2j+1's in the high half. */
+static inline void split_masks(uint32_t key, uint64_t mask[SPLIT_WORDS64]) {
+  for (unsigned j = 0; j < SPLIT_WORDS64; j++) {
+    uint32_t lo = (key * split_salt[2 * j]) >> 27;
+    uint32_t hi = (key * split_salt[2 * j + 1]) >> 27;
+    mask[j] = ((uint64_t)1 << lo) | ((uint64_t)1 << (hi + 32));
+  }
+}
+
+/* Branch-free: every word is loaded and the misses ORed, so a probe never
+ * waits on a mispredicted early exit (the next key's miss overlaps). */
+static inline bool split_test_portable(const uint64_t *blk, uint32_t key) {
+  uint64_t mask[SPLIT_WORDS64], missing = 0;
+  split_masks(key, mask);
+  for (unsigned j = 0; j < SPLIT_WORDS64; j++)
+    missing |= mask[j] & ~__atomic_load_n(&blk[j], __ATOMIC_RELAXED);
+  return missing == 0;
+}
+
+/* Sets the masks into the block (the shape of blocked_add); returns true
+ * when a bit was clear. */
+static inline bool split_set(uint64_t *blk, const uint64_t mask[SPLIT_WORDS64]) {
+  unsigned todo = 0;
+  for (unsigned j = 0; j < SPLIT_WORDS64; j++)
+    todo |= (unsigned)((mask[j] & ~__atomic_load_n(&blk[j], __ATOMIC_RELAXED)) !=
+                       0)
+            << j;
+  bool changed = todo != 0;
+  while (todo) {
+    unsigned j = (unsigned)__builtin_ctz(todo);
+    __atomic_fetch_or(&blk[j], mask[j], __ATOMIC_RELAXED);
+    todo &= todo - 1;
+  }
+  return changed;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define BK_SPLIT_AVX2 1
+#include <immintrin.h>
+
+/* The eight masks at once: lane i = 1 << ((key * SALT[i]) >> 27). Lanes are
+ * little-endian 32-bit words, the same order as the block's words. */
+__attribute__((target("avx2"))) static inline __m256i split_mask_avx2(
+    uint32_t key) {
+  const __m256i salt = _mm256_setr_epi32(
+      (int)0x47b6137bu, (int)0x44974d91u, (int)0x8824ad5bu, (int)0xa2b7289du,
+      (int)0x705495c7u, (int)0x2df1424bu, (int)0x9efc4947u, (int)0x5c6bfb31u);
+  __m256i x = _mm256_mullo_epi32(_mm256_set1_epi32((int)key), salt);
+  x = _mm256_srli_epi32(x, 27);
+  return _mm256_sllv_epi32(_mm256_set1_epi32(1), x);
+}
+
+/* The block is read as four relaxed 64-bit atomic loads (plain movs) and
+ * assembled in a register, not by one vector load: concurrent adds write
+ * it with 64-bit atomics, and a vector load beside them would be a data
+ * race in C11's terms. testc: all mask bits set in the block. */
+__attribute__((target("avx2"), always_inline)) static inline bool
+split_test_avx2_inline(const uint64_t *blk, uint32_t key) {
+  __m256i mask = split_mask_avx2(key);
+  __m256i v = _mm256_set_epi64x(
+      (long long)__atomic_load_n(&blk[3], __ATOMIC_RELAXED),
+      (long long)__atomic_load_n(&blk[2], __ATOMIC_RELAXED),
+      (long long)__atomic_load_n(&blk[1], __ATOMIC_RELAXED),
+      (long long)__atomic_load_n(&blk[0], __ATOMIC_RELAXED));
+  return _mm256_testc_si256(v, mask) != 0;
+}
+
+__attribute__((target("avx2"), noinline)) static bool split_test_avx2(
+    const uint64_t *blk, uint32_t key) {
+  return split_test_avx2_inline(blk, key);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void
+split_masks_avx2_inline(uint32_t key, uint64_t mask[SPLIT_WORDS64]) {
+  _mm256_storeu_si256((__m256i *)(void *)mask, split_mask_avx2(key));
+}
+
+__attribute__((target("avx2"), noinline)) static void split_masks_avx2(
+    uint32_t key, uint64_t mask[SPLIT_WORDS64]) {
+  split_masks_avx2_inline(key, mask);
+}
+
+static bool cpu_has_avx2(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") != 0;
+}
+#else
+static bool cpu_has_avx2(void) { return false; }
+#endif
+
+static inline bool split_contains(const bk_bloom *b, bk_hash h) {
+  const uint64_t *blk = split_block_of(b, h.lo);
+#ifdef BK_SPLIT_AVX2
+  if (b->simd) return split_test_avx2(blk, (uint32_t)h.lo);
+#endif
+  return split_test_portable(blk, (uint32_t)h.lo);
+}
+
+static inline void split_key_masks(const bk_bloom *b, uint32_t key,
+                                   uint64_t mask[SPLIT_WORDS64]) {
+#ifdef BK_SPLIT_AVX2
+  if (b->simd) {
+    split_masks_avx2(key, mask);
+    return;
+  }
+#endif
+  (void)b;
+  split_masks(key, mask);
+}
+
+static inline bool split_add(bk_bloom *b, bk_hash h) {
+  uint64_t mask[SPLIT_WORDS64];
+  split_key_masks(b, (uint32_t)h.lo, mask);
+  return split_set(split_block_of(b, h.lo), mask);
+}
+
+/* ---- single-writer adds ----------------------------------------------------
+ * One thread adds at a time, any number read: a word is updated by a relaxed
+ * atomic load and a relaxed atomic store of (old | mask), which compile to
+ * plain movs (no locked instruction) and cannot tear, so a reader sees the
+ * word before or after. The writer never loses its own bits (it is the only
+ * one storing), and stores every touched word unconditionally: no branch on
+ * the data, and an unchanged word costs a store to a line already owned. */
+static inline uint64_t sw_or(uint64_t *w, uint64_t mask) {
+  uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
+  __atomic_store_n(w, cur | mask, __ATOMIC_RELAXED);
+  return mask & ~cur; /* the bits that were clear */
+}
+
+static inline bool standard_add_sw(bk_bloom *b, bk_hash h) {
+  uint64_t idx[BK_K_MAX];
+  uint64_t a = h.lo, s = mix64(h.hi);
+  uint64_t *words = b->words;
+  const unsigned k = b->k;
+  for (unsigned i = 0; i < k; i++) {
+    idx[i] = bk_reduce(a, b->m_bits);
+    __builtin_prefetch(&words[idx[i] >> 6], 1);
+    a += s;
+    s += i + 1;
+  }
+  uint64_t fresh = 0;
+  for (unsigned i = 0; i < k; i++)
+    fresh |= sw_or(&words[idx[i] >> 6], (uint64_t)1 << (idx[i] & 63));
+  return fresh != 0;
+}
+
+static inline bool blocked_add_sw(bk_bloom *b, bk_hash h) {
+  uint64_t *blk = block_of(b, h);
+  uint64_t mask[8] = {0}, fresh = 0;
+  BLOCK_POSITIONS(h, b->k, { mask[pos >> 6] |= (uint64_t)1 << (pos & 63); });
+  for (unsigned w = 0; w < 8; w++) fresh |= sw_or(&blk[w], mask[w]);
+  return fresh != 0;
+}
+
+static inline bool split_add_sw(bk_bloom *b, bk_hash h) {
+  uint64_t mask[SPLIT_WORDS64], fresh = 0;
+  split_key_masks(b, (uint32_t)h.lo, mask);
+  uint64_t *blk = split_block_of(b, h.lo);
+  for (unsigned j = 0; j < SPLIT_WORDS64; j++) fresh |= sw_or(&blk[j], mask[j]);
+  return fresh != 0;
+}
+
+#ifdef BK_SPLIT_AVX2
+/* A whole single-key call of a split-block filter on the AVX2 path in one
+ * function: hash (XXH3 inlined), block, masks and probe, so a lookup or an
+ * add makes one call (an AVX2 function cannot be inlined into the portable
+ * entry point, and a second call per key showed in the in-cache figures). */
+__attribute__((target("avx2"), noinline)) static bool split_contains_key_avx2(
+    const bk_bloom *b, const void *key, size_t len) {
+  bk_hash h = bloom_hash(b, key, len);
+  return split_test_avx2_inline(split_block_of(b, h.lo), (uint32_t)h.lo);
+}
+
+__attribute__((target("avx2"), noinline)) static void split_add_key_avx2(
+    bk_bloom *b, const void *key, size_t len) {
+  bk_hash h = bloom_hash(b, key, len);
+  uint64_t mask[SPLIT_WORDS64];
+  split_masks_avx2_inline((uint32_t)h.lo, mask);
+  uint64_t *blk = split_block_of(b, h.lo);
+  if (b->single_writer) {
+    for (unsigned j = 0; j < SPLIT_WORDS64; j++) (void)sw_or(&blk[j], mask[j]);
+  } else {
+    (void)split_set(blk, mask);
+  }
+}
+#endif
+
+static inline bool probe_contains(const bk_bloom *b, bk_hash h) {
+  switch (b->layout) {
+    case BK_BLOOM_SPLIT_BLOCK:
+      return split_contains(b, h);
+    case BK_BLOOM_BLOCKED:
+      return blocked_contains(b, h);
+    default:
+      return standard_contains(b, h);
+  }
+}
+
+/* Sets the key's bits; true when one was clear. */
+static inline bool probe_add(bk_bloom *b, bk_hash h) {
+  if (b->single_writer) {
+    switch (b->layout) {
+      case BK_BLOOM_SPLIT_BLOCK:
+        return split_add_sw(b, h);
+      case BK_BLOOM_BLOCKED:
+        return blocked_add_sw(b, h);
+      default:
+        return standard_add_sw(b, h);
+    }
+  }
+  switch (b->layout) {
+    case BK_BLOOM_SPLIT_BLOCK:
+      return split_add(b, h);
+    case BK_BLOOM_BLOCKED:
+      return blocked_add(b, h);
+    default:
+      return standard_add(b, h);
+  }
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */
+
+typedef struct layout_rate {
+  bk_bloom_layout layout;
+  unsigned k;
+  uint64_t capacity;
+} layout_rate;
+
+static bk_status layout_rate_of(uint64_t m, const void *ctx, double *out) {
+  const layout_rate *r = ctx;
+  if (r->layout == BK_BLOOM_SPLIT_BLOCK)
+    return bk_params_fpp_split_block(m, r->capacity, out);
+  return bk_params_fpp_blocked(m, r->k, r->capacity, out);
+}
+
+static uint64_t layout_unit(bk_bloom_layout layout) {
+  return layout == BK_BLOOM_SPLIT_BLOCK ? BK_SPLIT_BLOCK_BITS
+         : layout == BK_BLOOM_BLOCKED   ? BK_BLOCK_BITS
+                                        : 1;
+}
 
 static bk_status resolve_size(const bk_bloom_config *cfg, uint64_t *m_out,
                               unsigned *k_out) {
   double fpp = cfg->fpp == 0.0 ? DEFAULT_FPP : cfg->fpp;
   BK_RETURN_IF(!(fpp > 0.0 && fpp < 1.0), BK_EINVAL);
   BK_RETURN_IF(cfg->k > BK_K_MAX, BK_EINVAL);
+  const bool split = cfg->layout == BK_BLOOM_SPLIT_BLOCK;
+  /* Split-block sets one bit in each of its eight words: k is 8. */
+  BK_RETURN_IF(split && cfg->k != 0 && cfg->k != 8, BK_EINVAL);
+  const uint64_t unit = layout_unit(cfg->layout);
   uint64_t m;
-  unsigned k = cfg->k;
+  unsigned k = split ? 8 : cfg->k;
   if (cfg->m_bits) {
     m = cfg->m_bits;
     BK_RETURN_IF(m > BK_BITS_MAX, BK_EINVAL);
@@ -192,6 +499,8 @@ static bk_status resolve_size(const bk_bloom_config *cfg, uint64_t *m_out,
       double kd = round((double)m / (double)cfg->capacity * LN2);
       k = kd < 1.0 ? 1u : kd > BK_K_MAX ? BK_K_MAX : (unsigned)kd;
     }
+    m = (m + unit - 1) / unit * unit;
+    BK_RETURN_IF(m > BK_BITS_MAX, BK_EINVAL);
   } else {
     BK_RETURN_IF(!cfg->capacity, BK_EINVAL);
     if (!k) {
@@ -200,10 +509,13 @@ static bk_status resolve_size(const bk_bloom_config *cfg, uint64_t *m_out,
       /* k fixed: the smallest m that meets p with it. */
       BK_TRY(bk_params_m_for_k(cfg->capacity, fpp, k, &m));
     }
-  }
-  if (cfg->layout == BK_BLOOM_BLOCKED) {
-    m = (m + BK_BLOCK_BITS - 1) / BK_BLOCK_BITS * BK_BLOCK_BITS;
-    BK_RETURN_IF(m > BK_BITS_MAX, BK_EINVAL);
+    if (unit > 1) {
+      /* A block layout has a higher rate than the standard one at the same
+       * m: from the standard m upwards to the first whole number of blocks
+       * whose own rate meets fpp (design.md 5.7). */
+      layout_rate r = {cfg->layout, k, cfg->capacity};
+      BK_TRY(bk__m_search(m, unit, BK_BITS_MAX, fpp, layout_rate_of, &r, &m));
+    }
   }
   *m_out = m;
   *k_out = k;
@@ -229,7 +541,9 @@ static bk_status bloom_new(bk_bloom **out, const bk__alloc *al, uint64_t m,
   }
   b->words = b->bits.words;
   b->m_bits = m;
-  b->n_blocks = m / BK_BLOCK_BITS;
+  b->n_blocks = layout == BK_BLOOM_SPLIT_BLOCK ? m / BK_SPLIT_BLOCK_BITS
+                                              : m / BK_BLOCK_BITS;
+  b->simd = layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_avx2();
   b->k = k;
   b->layout = layout;
   b->hash_alg = alg == BK_HASH_DEFAULT ? BK_HASH_XXH3 : alg;
@@ -241,17 +555,26 @@ static bk_status bloom_new(bk_bloom **out, const bk__alloc *al, uint64_t m,
 
 bk_status bk_bloom_create(bk_bloom **out, const bk_bloom_config *cfg) {
   BK_RETURN_IF(!out || !cfg, BK_EINVAL);
-  BK_RETURN_IF(
-      cfg->layout != BK_BLOOM_STANDARD && cfg->layout != BK_BLOOM_BLOCKED,
-      BK_EINVAL);
-  BK_RETURN_IF(!bk__hash_alg_valid(cfg->hash_alg, cfg->seed), BK_EINVAL);
+  BK_RETURN_IF(cfg->layout != BK_BLOOM_STANDARD &&
+                   cfg->layout != BK_BLOOM_BLOCKED &&
+                   cfg->layout != BK_BLOOM_SPLIT_BLOCK,
+               BK_EINVAL);
+  BK_RETURN_IF(!bk__hash_alg_valid_any(cfg->hash_alg, cfg->seed), BK_EINVAL);
   uint64_t m;
   unsigned k;
   BK_TRY(resolve_size(cfg, &m, &k));
   bk__alloc al;
   BK_TRY(bk__alloc_init(&al, cfg->allocator));
-  return bloom_new(out, &al, m, k, cfg->layout, cfg->hash_alg, cfg->seed,
-                   cfg->capacity);
+  BK_TRY(bloom_new(out, &al, m, k, cfg->layout, cfg->hash_alg, cfg->seed,
+                   cfg->capacity));
+  (*out)->single_writer = cfg->single_writer;
+  return BK_OK;
+}
+
+bk_status bk_bloom_set_single_writer(bk_bloom *b, bool single_writer) {
+  BK_RETURN_IF(!b, BK_EINVAL);
+  b->single_writer = single_writer;
+  return BK_OK;
 }
 
 void bk_bloom_destroy(bk_bloom *b) {
@@ -260,6 +583,14 @@ void bk_bloom_destroy(bk_bloom *b) {
   bk__region_free(&al, &b->locks);
   bk__bits_release(&b->bits);
   bk__free(&al, b);
+}
+
+/* Tests only (declared in internal.h): run a split-block filter on the AVX2
+ * path (on = true, when the CPU has it) or the portable one. Returns whether
+ * the AVX2 path is now in use. */
+bool bk__bloom_use_simd(bk_bloom *b, bool on) {
+  b->simd = on && b->layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_avx2();
+  return b->simd;
 }
 
 /* ---- operations --------------------------------------------------------- */
@@ -271,7 +602,7 @@ static inline bk_status hash_key(const bk_bloom *b, const void *key, size_t len,
   BK_RETURN_IF(!b || (!key && len), BK_EINVAL);
   BK_RETURN_IF(b->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
                BK_EINVAL);
-  *out = bk__hash(b->hash_alg, b->seed, key, len);
+  *out = bloom_hash(b, key, len);
   return BK_OK;
 }
 
@@ -283,14 +614,20 @@ bk_status bk_bloom_hash(const bk_bloom *b, const void *key, size_t len,
 
 bk_status bk_bloom_add(bk_bloom *b, const void *key, size_t len) {
   bk_hash h;
+#ifdef BK_SPLIT_AVX2
+  if (b && b->simd && (key || !len) && b->hash_alg != BK_HASH_MURMUR3) {
+    split_add_key_avx2(b, key, len); /* simd: split-block only */
+    return BK_OK;
+  }
+#endif
   BK_TRY(hash_key(b, key, len, &h));
-  probe_add(b, h);
+  (void)probe_add(b, h);
   return BK_OK;
 }
 
 bk_status bk_bloom_add_hash(bk_bloom *b, bk_hash h) {
   BK_RETURN_IF(!b, BK_EINVAL);
-  probe_add(b, h);
+  (void)probe_add(b, h);
   return BK_OK;
 }
 
@@ -298,6 +635,12 @@ bk_status bk_bloom_contains(const bk_bloom *b, const void *key, size_t len,
                             bool *out) {
   bk_hash h;
   BK_RETURN_IF(!out, BK_EINVAL);
+#ifdef BK_SPLIT_AVX2
+  if (b && b->simd && (key || !len) && b->hash_alg != BK_HASH_MURMUR3) {
+    *out = split_contains_key_avx2(b, key, len);
+    return BK_OK;
+  }
+#endif
   BK_TRY(hash_key(b, key, len, &h));
   *out = probe_contains(b, h);
   return BK_OK;
@@ -311,6 +654,11 @@ bk_status bk_bloom_contains_hash(const bk_bloom *b, bk_hash h, bool *out) {
 
 bk_status bk_bloom_add_if_absent_hash(bk_bloom *b, bk_hash h, bool *added) {
   BK_RETURN_IF(!b || !added, BK_EINVAL);
+  if (b->single_writer) {
+    /* The only adding thread: "some bit was clear" is exact without a lock. */
+    *added = probe_add(b, h);
+    return BK_OK;
+  }
   /* No lock-free "already present" pre-check: measured, the extra dependent
    * read before the locked writes costs ~1.5x add on filters larger than
    * the cache, while the lock itself (an L1-resident line) costs ~nothing. */
@@ -318,8 +666,7 @@ bk_status bk_bloom_add_if_absent_hash(bk_bloom *b, bk_hash h, bool *added) {
   bk__spin_lock(lock);
   /* Under the key's lock no other add_if_absent of this key runs, so
    * "some bit was clear" decides newness once. */
-  bool changed =
-      b->layout == BK_BLOOM_BLOCKED ? blocked_add(b, h) : standard_add(b, h);
+  bool changed = probe_add(b, h);
   bk__spin_unlock(lock);
   *added = changed;
   return BK_OK;
@@ -341,6 +688,13 @@ bk_status bk_bloom_add_if_absent(bk_bloom *b, const void *key, size_t len,
 
 static inline __attribute__((always_inline)) void prefetch_key(
     const bk_bloom *b, bk_hash h, int write) {
+  if (b->layout == BK_BLOOM_SPLIT_BLOCK) {
+    if (write)
+      __builtin_prefetch(split_block_of(b, h.lo), 1);
+    else
+      __builtin_prefetch(split_block_of(b, h.lo), 0);
+    return;
+  }
   if (b->layout == BK_BLOOM_BLOCKED) {
     if (write)
       __builtin_prefetch(block_of(b, h), 1);
@@ -381,15 +735,14 @@ static bk_status check_batch(const bk_bloom *b, const void *const *keys,
     bk_hash ring_[BATCH_AHEAD];                                               \
     size_t lead_ = (n) < BATCH_AHEAD ? (n) : BATCH_AHEAD;                     \
     for (size_t i_ = 0; i_ < lead_; i_++) {                                   \
-      ring_[i_] = bk__hash((b)->hash_alg, (b)->seed, (keys)[i_], (lens)[i_]); \
+      ring_[i_] = bloom_hash((b), (keys)[i_], (lens)[i_]);                    \
       prefetch_key((b), ring_[i_], (WRITE));                                  \
     }                                                                         \
     for (size_t i = 0; i < (n); i++) {                                        \
       bk_hash h = ring_[i % BATCH_AHEAD];                                     \
       size_t next_ = i + BATCH_AHEAD;                                         \
       if (next_ < (n)) {                                                      \
-        bk_hash nh_ =                                                         \
-            bk__hash((b)->hash_alg, (b)->seed, (keys)[next_], (lens)[next_]); \
+        bk_hash nh_ = bloom_hash((b), (keys)[next_], (lens)[next_]);          \
         ring_[i % BATCH_AHEAD] = nh_;                                         \
         prefetch_key((b), nh_, (WRITE));                                      \
       }                                                                       \
@@ -420,7 +773,7 @@ bk_status bk_bloom_contains_many_hash(const bk_bloom *b, const bk_hash *hashes,
 bk_status bk_bloom_add_many(bk_bloom *b, const void *const *keys,
                             const size_t *lens, size_t n) {
   BK_TRY(check_batch(b, keys, lens, n));
-  BATCH_LOOP(b, keys, lens, n, 1, { probe_add(b, h); });
+  BATCH_LOOP(b, keys, lens, n, 1, { (void)probe_add(b, h); });
   return BK_OK;
 }
 
@@ -454,6 +807,23 @@ bk_status bk_bloom_cardinality(const bk_bloom *b, double *out) {
 
 bk_status bk_bloom_fill_fpp(const bk_bloom *b, double *out) {
   BK_RETURN_IF(!b || !out, BK_EINVAL);
+  if (b->layout == BK_BLOOM_SPLIT_BLOCK) {
+    /* A probe lands in a uniform block and needs its one bit in each of the
+     * eight words: the mean over blocks of the product of word fills. */
+    double total = 0.0;
+    for (uint64_t blk = 0; blk < b->n_blocks; blk++) {
+      double hit = 1.0;
+      for (unsigned j = 0; j < SPLIT_WORDS64; j++) {
+        uint64_t w =
+            __atomic_load_n(&b->words[blk * SPLIT_WORDS64 + j], __ATOMIC_RELAXED);
+        hit *= (double)__builtin_popcount((uint32_t)w) / 32.0 *
+               ((double)__builtin_popcount((uint32_t)(w >> 32)) / 32.0);
+      }
+      total += hit;
+    }
+    *out = total / (double)b->n_blocks;
+    return BK_OK;
+  }
   if (b->layout == BK_BLOOM_BLOCKED) {
     /* A probe lands in a uniform block and draws k positions there with
      * replacement: the exact mean of (fill of the block)^k. */
@@ -491,8 +861,8 @@ bk_status bk_bloom_clear(bk_bloom *b) {
  * Parameters after the 24-byte prefix (header length 56):
  *   24  u64  m_bits
  *   32  u64  capacity (informational; 0 when sized by m and k)
- *   40  u8   layout (0 standard, 1 blocked)
- *   41  u8   hash algorithm (1 XXH3, 2 Murmur3)
+ *   40  u8   layout (0 standard, 1 blocked, 2 split-block)
+ *   41  u8   hash algorithm (1 XXH3, 2 Murmur3, 3 XXH64)
  *   42  u8   k (1..64)
  *   43  u8   reserved, zero
  *   44  u32  reserved, zero
@@ -542,12 +912,15 @@ bk_status bk_bloom_deserialize(const void *buf, size_t len,
   BK_RETURN_IF(p[43] != 0 || bk__load_le32(p + 44) != 0, BK_ECORRUPT);
   BK_RETURN_IF(m == 0 || m > BK_BITS_MAX, BK_ECORRUPT);
   BK_RETURN_IF(k == 0 || k > BK_K_MAX, BK_ECORRUPT);
-  BK_RETURN_IF(layout != BK_BLOOM_STANDARD && layout != BK_BLOOM_BLOCKED,
+  BK_RETURN_IF(layout != BK_BLOOM_STANDARD && layout != BK_BLOOM_BLOCKED &&
+                   layout != BK_BLOOM_SPLIT_BLOCK,
                BK_ECORRUPT);
-  BK_RETURN_IF(layout == BK_BLOOM_BLOCKED && m % BK_BLOCK_BITS != 0,
+  BK_RETURN_IF(m % layout_unit((bk_bloom_layout)layout) != 0, BK_ECORRUPT);
+  BK_RETURN_IF(layout == BK_BLOOM_SPLIT_BLOCK && k != 8, BK_ECORRUPT);
+  BK_RETURN_IF(alg != BK_HASH_XXH3 && alg != BK_HASH_MURMUR3 &&
+                   alg != BK_HASH_XXH64,
                BK_ECORRUPT);
-  BK_RETURN_IF(alg != BK_HASH_XXH3 && alg != BK_HASH_MURMUR3, BK_ECORRUPT);
-  BK_RETURN_IF(!bk__hash_alg_valid((bk_hash_alg)alg, seed), BK_ECORRUPT);
+  BK_RETURN_IF(!bk__hash_alg_valid_any((bk_hash_alg)alg, seed), BK_ECORRUPT);
   uint64_t n_words = (m + 63) / 64;
   BK_RETURN_IF(v.payload_len != n_words * 8, BK_ECORRUPT);
   uint64_t last = bk__load_le64(v.payload + (n_words - 1) * 8);
@@ -560,5 +933,43 @@ bk_status bk_bloom_deserialize(const void *buf, size_t len,
                    seed, capacity));
   bk__words_load(b->words, v.payload, n_words);
   *out = b;
+  return BK_OK;
+}
+
+/* ---- Parquet bitsets -------------------------------------------------------
+ * A Parquet split block Bloom filter's bitset is z blocks of eight
+ * little-endian u32 words, z a power of two; the bk_bloom payload of a
+ * split-block filter is the same bytes (see the top of this file). */
+static bool parquet_len_ok(uint64_t len) {
+  return len >= BK_PARQUET_BITSET_MIN && len <= BK_PARQUET_BITSET_MAX &&
+         (len & (len - 1)) == 0;
+}
+
+bk_status bk_bloom_parquet_import(const void *bitset, size_t len,
+                                  const bk_allocator *allocator,
+                                  bk_bloom **out) {
+  BK_RETURN_IF(!bitset || !out, BK_EINVAL);
+  BK_RETURN_IF(!parquet_len_ok(len), BK_ECORRUPT);
+  bk__alloc al;
+  BK_TRY(bk__alloc_init(&al, allocator));
+  bk_bloom *b;
+  BK_TRY(bloom_new(&b, &al, (uint64_t)len * 8, 8, BK_BLOOM_SPLIT_BLOCK,
+                   BK_HASH_XXH64, 0, 0));
+  bk__words_load(b->words, bitset, len / 8);
+  *out = b;
+  return BK_OK;
+}
+
+bk_status bk_bloom_parquet_export(const bk_bloom *b, void *buf, size_t cap,
+                                  size_t *written) {
+  BK_RETURN_IF(!b || !buf || !written, BK_EINVAL);
+  BK_RETURN_IF(b->layout != BK_BLOOM_SPLIT_BLOCK ||
+                   b->hash_alg != BK_HASH_XXH64 || b->seed != 0 ||
+                   !parquet_len_ok(b->m_bits / 8),
+               BK_EMISMATCH);
+  size_t len = (size_t)(b->m_bits / 8);
+  BK_RETURN_IF(cap < len, BK_EINVAL);
+  bk__words_store(buf, b->words, b->bits.n_words);
+  *written = len;
   return BK_OK;
 }

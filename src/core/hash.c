@@ -17,7 +17,7 @@
 bk_status bk_hash_bytes(bk_hash_alg alg, uint64_t seed, const void *key,
                         size_t len, bk_hash *out) {
   BK_RETURN_IF(!out || (!key && len), BK_EINVAL);
-  BK_RETURN_IF(!bk__hash_alg_valid(alg, seed), BK_EINVAL);
+  BK_RETURN_IF(!bk__hash_alg_valid_any(alg, seed), BK_EINVAL);
   BK_RETURN_IF(alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX, BK_EINVAL);
   *out = bk__hash(alg, seed, key, len);
   return BK_OK;
@@ -44,6 +44,8 @@ const char *bk_hash_alg_name(bk_hash_alg alg) {
       return "xxh3";
     case BK_HASH_MURMUR3:
       return "murmur3";
+    case BK_HASH_XXH64:
+      return "xxh64";
   }
   return NULL;
 }
@@ -55,6 +57,12 @@ bk_hash bk__hash(bk_hash_alg alg, uint64_t seed, const void *key, size_t len) {
     lmmh_x64_128(key, (unsigned int)len, (uint32_t)seed, o);
     h.lo = o[0];
     h.hi = o[1];
+  } else if (alg == BK_HASH_XXH64) {
+    /* One 64-bit word; hi is a bijection of it, so standard and blocked
+     * probes still get an independent-looking step and the key-lock stripe
+     * (lo ^ hi) is not constant. */
+    h.lo = XXH64(key, len, seed);
+    h.hi = bk__mix64(h.lo);
   } else {
     XXH128_hash_t x = XXH3_128bits_withSeed(key, len, seed);
     h.lo = x.low64;

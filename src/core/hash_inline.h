@@ -12,6 +12,8 @@
 BK_API bk_hash bk__hash(bk_hash_alg alg, uint64_t seed, const void *key,
                         size_t len);
 
+/* The algorithms every structure accepts: XXH3 and Murmur3 (XXH64 is for
+ * bk_bloom only, whose format records it; see bk__hash_alg_valid_any). */
 static inline bool bk__hash_alg_valid(bk_hash_alg alg, uint64_t seed) {
   switch (alg) {
     case BK_HASH_DEFAULT:
@@ -19,8 +21,15 @@ static inline bool bk__hash_alg_valid(bk_hash_alg alg, uint64_t seed) {
       return true;
     case BK_HASH_MURMUR3:
       return seed <= UINT32_MAX;
+    case BK_HASH_XXH64:
+      return false;
   }
   return false;
+}
+
+/* Every algorithm bk__hash computes: bk_hash_bytes and bk_bloom. */
+static inline bool bk__hash_alg_valid_any(bk_hash_alg alg, uint64_t seed) {
+  return alg == BK_HASH_XXH64 || bk__hash_alg_valid(alg, seed);
 }
 
 /* splitmix64's finaliser: a bijection of 64-bit words with full avalanche. */

@@ -148,7 +148,8 @@ enum {
   BK__TYPE_CBF = 7,
   BK__TYPE_SCBF = 8,
   BK__TYPE_SCBF_FILE = 9, /* bk_scbf's file header (cbf/scbf.c) */
-  /* 10 and 11: the Bloom clock (reserved for its branch) */
+  BK__TYPE_BLOOMCLOCK = 10,
+  BK__TYPE_VCLOCK = 11,
   BK__TYPE_KBF = 12,
 };
 
@@ -180,6 +181,22 @@ BK_API bk_status bk__format_open(const void *buf, size_t len, uint16_t type,
  * of B (src/core/params.c). */
 BK_API bk_status bk__fpp_blocked_cells(uint64_t m, unsigned B, unsigned k,
                                        uint64_t n, double *out);
+
+/* The least m (a multiple of `unit`, from m_start upwards in steps of about
+ * 1/64, at most m_max) whose rate fpp_of(m) meets fpp: how a layout whose
+ * rate has no closed-form inverse (blocked, split-block, bk_cbf's blocked
+ * counters) is sized by (capacity, fpp). The rate must fall as m grows: the
+ * candidates are bisected, at most 11 calls of fpp_of. BK_EINVAL when m
+ * would pass m_max or fpp is not reached in 1024 steps. */
+typedef bk_status (*bk__fpp_of_m)(uint64_t m, const void *ctx, double *out);
+BK_API bk_status bk__m_search(uint64_t m_start, uint64_t unit, uint64_t m_max,
+                              double fpp, bk__fpp_of_m fpp_of, const void *ctx,
+                              uint64_t *out);
+
+/* Tests: switch a split-block bk_bloom between its AVX2 and portable paths
+ * (src/core/bloom.c); returns whether the AVX2 path is in use. */
+struct bk_bloom;
+BK_API bool bk__bloom_use_simd(struct bk_bloom *b, bool on);
 
 /* True when `n` bytes at p are all zero. */
 static inline bool bk__all_zero(const unsigned char *p, size_t n) {

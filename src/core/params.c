@@ -163,6 +163,84 @@ bk_status bk__fpp_blocked_cells(uint64_t m, unsigned B, unsigned k, uint64_t n,
   return BK_OK;
 }
 
+bk_status bk_params_fpp_split_block(uint64_t m_bits, uint64_t n,
+                                    double *out) {
+  BK_RETURN_IF(!out || m_bits == 0 || m_bits % BK_SPLIT_BLOCK_BITS != 0,
+               BK_EINVAL);
+  if (n == 0) {
+    *out = 0.0;
+    return BK_OK;
+  }
+  double blocks = (double)(m_bits / BK_SPLIT_BLOCK_BITS);
+  double lambda = (double)n / blocks;
+  /* Poisson mass outside mean +- (12 sd + 20) is below 1e-30. */
+  double spread = 12.0 * sqrt(lambda) + 20.0;
+  double lo_d = lambda > spread ? lambda - spread : 0.0;
+  /* A word that took over 1500 draws is clear with probability
+   * (31/32)^1500 < 3e-21: the rate is 1 in double precision. This also
+   * bounds the loop below to about 2 * (12 sqrt(1500 + ...) + 20) terms. */
+  if (lo_d > 1500.0) {
+    *out = 1.0;
+    return BK_OK;
+  }
+  uint64_t lo = (uint64_t)lo_d, hi = (uint64_t)(lambda + spread);
+  const double log_clear = log1p(-1.0 / 32.0);
+  double log_lambda = log(lambda), total = 0.0;
+  for (uint64_t j = lo; j <= hi; j++) {
+    double jd = (double)j;
+    double word_set = -expm1(jd * log_clear);
+    total += exp(jd * log_lambda - lambda - lgamma(jd + 1.0)) *
+             pow(word_set, 8.0);
+  }
+  *out = total > 1.0 ? 1.0 : total;
+  return BK_OK;
+}
+
+/* The candidates: m_start rounded up to `unit`, then steps of about 1/64
+ * (each rounded up to `unit`), at most 1024 of them and none above m_max:
+ * the sequence the search used to walk, so sizes are what they were. The
+ * rate falls as m grows, so the first candidate that meets fpp is found by
+ * bisection over the candidates' indices: at most 11 evaluations where
+ * walking them could take 1024. An evaluation of the
+ * blocked rate can cost milliseconds (its exact occupancy sum), and a
+ * loader sizes every filter of a hostile file through here: walking made
+ * one scbf blob take seconds to load (found by the fuzz run). */
+#define M_SEARCH_STEPS 1024u
+
+bk_status bk__m_search(uint64_t m_start, uint64_t unit, uint64_t m_max,
+                       double fpp, bk__fpp_of_m fpp_of, const void *ctx,
+                       uint64_t *out) {
+  BK_RETURN_IF(!out || !fpp_of || unit == 0, BK_EINVAL);
+  uint64_t cand[M_SEARCH_STEPS];
+  size_t n = 0;
+  uint64_t m = m_start < unit ? unit : (m_start + unit - 1) / unit * unit;
+  /* m_max is at most 2^40-odd (the layouts' limits): no step overflows. */
+  BK_RETURN_IF(m_max > UINT64_MAX / 2 || m_start > m_max, BK_EINVAL);
+  while (n < M_SEARCH_STEPS && m <= m_max) {
+    cand[n++] = m;
+    uint64_t next = m + m / 64;
+    m = (next + unit - 1) / unit * unit;
+    if (m == next - m / 64) m += unit; /* (small m: no growth otherwise) */
+  }
+  BK_RETURN_IF(n == 0, BK_EINVAL);
+  /* Invariant: cand[hi] meets fpp (hi == n: none known to), none below lo
+   * does. */
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    double p;
+    BK_TRY(fpp_of(cand[mid], ctx, &p));
+    if (p <= fpp)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  /* fpp out of reach below m_max or in 1024 steps (a floor of the layout) */
+  BK_RETURN_IF(hi == n, BK_EINVAL);
+  *out = cand[hi];
+  return BK_OK;
+}
+
 bk_status bk_params_p_capacity(uint64_t m_bits, double p, uint64_t *out) {
   BK_RETURN_IF(!out || m_bits == 0 || !p_ok(p), BK_EINVAL);
   /* kbf-paper Sec. 4, Definition 1: p-capacity = -m (ln 2)^2 / ln p. */

@@ -46,7 +46,10 @@ CASE="compare --csv"
 "$BK" compare --keys $N --lookups 20000 --csv >"$TMP/csv" 2>"$TMP/err" || fail "exit status $?"
 head -n 1 "$TMP/csv" | grep -qx "structure,bits_per_key,target_fpp,fpr,false_negatives,add_ns,add_batch_ns,remove_ns,remove_batch_ns,contains_ns,contains_batch_ns,memory_bytes,build_ms" || fail "header"
 rows=$(($(wc -l <"$TMP/csv") - 1))
-[ "$rows" -ge 8 ] || fail "$rows rows, expected every structure (8, 9 with libbloom)"
+[ "$rows" -ge 12 ] || fail "$rows rows, expected every structure (12, 13 with libbloom)"
+for name in "bloom split-block" "bloom standard 1-writer" "bloom blocked 1-writer" "bloom split-block 1-writer"; do
+  grep -q "^$name," "$TMP/csv" || fail "no row $name"
+done
 awk -F, 'NR > 1 && NF != 13 { bad = 1 } END { exit bad }' "$TMP/csv" || fail "a row without 13 fields"
 awk -F, 'NR > 1 && $5 != 0 { print $1; bad = 1 } END { exit bad }' "$TMP/csv" >"$TMP/err" || fail "false negatives in: $(cat "$TMP/err")"
 awk -F, 'NR > 1 && !($4 < 0.02) { print $1, $4; bad = 1 } END { exit bad }' "$TMP/csv" >"$TMP/err" || fail "fpr over 2 %: $(cat "$TMP/err")"

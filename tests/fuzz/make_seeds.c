@@ -21,6 +21,7 @@
 
 #include "bloomkit/bits.h"
 #include "bloomkit/bloom.h"
+#include "bloomkit/bloomclock.h"
 #include "bloomkit/cbf.h"
 #include "bloomkit/counters.h"
 #include "bloomkit/fbf.h"
@@ -132,6 +133,10 @@ static void seeds_bloom(void) {
       {"murmur-standard",
        {.m_bits = 640, .k = 2, .hash_alg = BK_HASH_MURMUR3, .seed = 42},
        40},
+      {"split-half",
+       {.m_bits = 1024, .layout = BK_BLOOM_SPLIT_BLOCK, .hash_alg = BK_HASH_XXH64},
+       24},
+      {"split-xxh3-empty", {.m_bits = 768, .layout = BK_BLOOM_SPLIT_BLOCK}, 0},
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     bk_bloom *b;
@@ -309,6 +314,48 @@ static void seeds_scbf(void) {
   }
 }
 
+/* bk_bloomclock: fresh, ticked and merged at each width, Murmur3; and
+ * bk_vclock fresh and after an exchange. */
+static void seeds_bloomclock(void) {
+  struct {
+    const char *name;
+    bk_bloomclock_config cfg;
+    unsigned ticks;
+  } shapes[] = {
+      {"w8-fresh", {.m = 64, .k = 3}, 0},
+      {"w8-merged", {.m = 100, .k = 4, .process_id = 3}, 40},
+      {"w16-merged", {.m = 33, .k = 2, .counter_bits = 16, .seed = 7}, 20},
+      {"w32-murmur", {.m = 16, .k = 5, .counter_bits = 32,
+                      .hash_alg = BK_HASH_MURMUR3, .seed = 11}, 9},
+  };
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    bk_bloomclock *c, *o;
+    bk_bloomclock_config oc = shapes[i].cfg;
+    oc.process_id++;
+    OK(bk_bloomclock_create(&c, &shapes[i].cfg));
+    OK(bk_bloomclock_create(&o, &oc));
+    for (unsigned t = 0; t < shapes[i].ticks; t++) {
+      OK(bk_bloomclock_tick(c));
+      OK(bk_bloomclock_tick(o));
+      OK(bk_bloomclock_tick(o));
+    }
+    if (shapes[i].ticks) OK(bk_bloomclock_merge(c, o));
+    emit(&bk_test_codec_bloomclock, c, "bloomclock", shapes[i].name);
+    bk_bloomclock_destroy(c);
+    bk_bloomclock_destroy(o);
+  }
+  bk_vclock *a, *b;
+  OK(bk_vclock_create(&a, &(bk_vclock_config){.processes = 7, .process_id = 2}));
+  OK(bk_vclock_create(&b, &(bk_vclock_config){.processes = 7, .process_id = 5}));
+  emit(&bk_test_codec_vclock, a, "vclock", "fresh");
+  for (int t = 0; t < 9; t++) OK(bk_vclock_tick(a));
+  OK(bk_vclock_tick(b));
+  OK(bk_vclock_merge(b, a));
+  emit(&bk_test_codec_vclock, b, "vclock", "exchanged");
+  bk_vclock_destroy(a);
+  bk_vclock_destroy(b);
+}
+
 /* bk_kbf: empty, filled 32- and 64-bit, a compressed one, murmur, and
  * one crowded past saturation. Small m and few values keep them small. */
 static void seeds_kbf(void) {
@@ -357,6 +404,7 @@ int main(int argc, char **argv) {
   seeds_idem();
   seeds_cbf();
   seeds_scbf();
+  seeds_bloomclock();
   seeds_kbf();
   if (g_failed) {
     fprintf(stderr,
