@@ -175,6 +175,8 @@ static void test_greedy(void **state) {
                    BK_EINVAL);
   assert_bk_status(bk_kbf_encodings_greedy(4, 40, 0, e, &found, NULL),
                    BK_EINVAL);
+  assert_bk_status(bk_kbf_encodings_greedy(4, 33, 0, e, &found, NULL),
+                   BK_EINVAL); /* a 1 GiB bitmap */
   /* The regression inverse is exact on the greedy table, as binary search. */
   bk_kbf_regression r;
   assert_bk_ok(bk_kbf_regression_fit(e, 400, &r));

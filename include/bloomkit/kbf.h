@@ -295,10 +295,11 @@ typedef struct bk_kbf_greedy_stats {
  * expected entry (n(n+1)/2), as steps 3 and 9: a candidate it reports is
  * rejected (possibly a false collision), so an admitted one is exact. With
  * 0, an exact bitmap of 2^max_bits bits. out[0..n) gets the encodings
- * (increasing). Errors: BK_EINVAL (n == 0, max_bits outside 2..36, NULL
- * out), BK_ERANGE (the n-th encoding would need more than max_bits bits:
- * out holds what was found, *found how many), BK_ENOMEM.
- * Cost: about e_n candidates, e_n ~ 0.007 n^3 (measured; not O(n^2)).
+ * (increasing). Errors: BK_EINVAL (n == 0, max_bits outside 2..36 or
+ * above 32 for the exact bitmap, NULL out), BK_ERANGE (the n-th encoding would
+ * need more than max_bits bits: out holds what was found, *found how many),
+ * BK_ENOMEM. Cost: about e_n candidates, e_n ~ 0.007 n^3 (measured; not
+ * O(n^2)).
  */
 BK_API bk_status bk_kbf_encodings_greedy(uint32_t n, unsigned max_bits,
                                          double bloom_bits_per_entry,
