@@ -13,7 +13,8 @@
 
 static bk__tcp_trace make_trace(uint64_t flows, uint64_t seed) {
   bk__tcp_trace t;
-  bk__tcp_trace_config c = {.n_flows = flows, .seed = seed, .gap = 0.01 * (double)flows};
+  bk__tcp_trace_config c = {
+      .n_flows = flows, .seed = seed, .gap = 0.01 * (double)flows};
   assert_bk_ok(bk__tcp_trace_generate(&c, &t));
   return t;
 }
@@ -168,14 +169,13 @@ static bk_status ex_set(void *ctx, const unsigned char key[8], unsigned s) {
   return BK_OK;
 }
 
-static bk_status ex_update(void *ctx, const unsigned char key[8],
-                           unsigned from, unsigned to) {
+static bk_status ex_update(void *ctx, const unsigned char key[8], unsigned from,
+                           unsigned to) {
   (void)from;
   return ex_set(ctx, key, to);
 }
 
-static bk_status ex_remove(void *ctx, const unsigned char key[8],
-                           unsigned s) {
+static bk_status ex_remove(void *ctx, const unsigned char key[8], unsigned s) {
   (void)s;
   return ex_set(ctx, key, 0);
 }
@@ -185,8 +185,8 @@ static void test_exact_store_no_errors(void **state) {
   const uint64_t flows = 20000;
   bk__tcp_trace t = make_trace(flows, 4);
   exact x = {calloc(65536, 8), calloc(65536, 1), 65536};
-  bk__acsm_store s = {"exact", &x, ex_query, ex_set, ex_update, ex_remove,
-                      NULL};
+  bk__acsm_store s = {"exact",   &x,        ex_query, ex_set,
+                      ex_update, ex_remove, NULL};
   bk__acsm_result r;
   assert_bk_ok(bk__acsm_run(&t, &s, &r));
   assert_int_equal(r.during.queries, t.n_events);
@@ -206,6 +206,9 @@ static void test_exact_store_no_errors(void **state) {
   assert_int_equal(r.suspicious_fin,
                    t.kinds[BK_TCP_CLOSED] + t.kinds[BK_TCP_HALF_CLOSED]);
   assert_true(r.peak_tracked >= r.tracked_end);
+  uint64_t peak = 0;
+  assert_bk_ok(bk__tcp_trace_peak(&t, &peak));
+  assert_int_equal(peak, r.peak_tracked); /* the exact store's walk */
   free(x.keys);
   free(x.state);
   bk__tcp_trace_free(&t);
@@ -262,16 +265,16 @@ static void test_sbf_counts_against_reference(void **state) {
   recorder rec = {bk__acsm_sbf_store(f),
                   malloc(n_answers * sizeof(bk__acsm_answer)),
                   malloc(n_answers), 0, n_answers};
-  bk__acsm_store s = {"rec", &rec, rec_query, rec_insert, rec_update,
-                      rec_remove, rec_unknown_delete};
+  bk__acsm_store s = {"rec",      &rec,       rec_query,         rec_insert,
+                      rec_update, rec_remove, rec_unknown_delete};
   bk__acsm_result r;
   assert_bk_ok(bk__acsm_run(&t, &s, &r));
   assert_int_equal(rec.n, t.n_events + flows);
   uint8_t *truth = calloc(flows, 1);
   uint64_t fn = 0, fp = 0, wrong = 0, unk = 0;
   for (size_t i = 0; i < rec.n; i++) {
-    unsigned flow = i < t.n_events ? t.events[i].flow
-                                   : (unsigned)(i - t.n_events);
+    unsigned flow =
+        i < t.n_events ? t.events[i].flow : (unsigned)(i - t.n_events);
     unsigned tr = truth[flow];
     bk__acsm_answer a = rec.answers[i];
     if (tr && a != BK_ACSM_FOUND) fn++;
@@ -282,12 +285,18 @@ static void test_sbf_counts_against_reference(void **state) {
       /* the reference walk: SYN opens, RST or the last ACK ends, FIN and
        * the handshake advance; written out here, not with bk__tcp_next */
       unsigned fl = t.events[i].flag;
-      if (tr == 0 && fl == BK_TCP_SYN) truth[flow] = 1;
-      else if (tr && fl == BK_TCP_RST) truth[flow] = 0;
-      else if (tr == 1 && fl == BK_TCP_SYNACK) truth[flow] = 2;
-      else if (tr == 2 && fl == BK_TCP_ACK) truth[flow] = 3;
-      else if ((tr == 3 || tr == 4) && fl == BK_TCP_FIN) truth[flow] = (uint8_t)(tr + 1);
-      else if (tr == 5 && fl == BK_TCP_ACK) truth[flow] = 0;
+      if (tr == 0 && fl == BK_TCP_SYN)
+        truth[flow] = 1;
+      else if (tr && fl == BK_TCP_RST)
+        truth[flow] = 0;
+      else if (tr == 1 && fl == BK_TCP_SYNACK)
+        truth[flow] = 2;
+      else if (tr == 2 && fl == BK_TCP_ACK)
+        truth[flow] = 3;
+      else if ((tr == 3 || tr == 4) && fl == BK_TCP_FIN)
+        truth[flow] = (uint8_t)(tr + 1);
+      else if (tr == 5 && fl == BK_TCP_ACK)
+        truth[flow] = 0;
     }
     if (i + 1 == t.n_events) {
       assert_int_equal(r.during.false_negatives, fn);

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "kbfapps/dkbf.h"
+#include "kbfapps/dkbf_store.h"
+#include <stdio.h>
 #include "testutil.h"
 
 static double rho_of_table(uint32_t n_slabs, uint32_t n_servers,
@@ -80,8 +82,7 @@ static void test_balance_stops_at_c_max(void **state) {
   for (size_t c = 0; c < sizeof c_values / sizeof c_values[0]; c++) {
     size_t n = 0;
     assert_int_equal(
-        bk__dkbf_balance(&t, c_values[c], moves, c_values[c], &n, rho),
-        BK_OK);
+        bk__dkbf_balance(&t, c_values[c], moves, c_values[c], &n, rho), BK_OK);
     size_t want = c_values[c] < 10 ? c_values[c] : 10;
     assert_int_equal(n, want);
     for (size_t j = 0; j < n; j++) {
@@ -153,8 +154,7 @@ static void test_balance_random_properties(void **state) {
     unsigned c_max = 1 + (unsigned)(bk_test_next(&seed) % 32);
     bk__dkbf_table t = {n_slabs, n_servers, load, server};
     size_t n = 0, n2 = 0;
-    assert_int_equal(bk__dkbf_balance(&t, c_max, moves, c_max, &n, rho),
-                     BK_OK);
+    assert_int_equal(bk__dkbf_balance(&t, c_max, moves, c_max, &n, rho), BK_OK);
     assert_true(n <= c_max);
     assert_memory_equal(server, copy, n_slabs * sizeof *server);
     for (size_t j = 0; j < n; j++) assert_true(rho[j + 1] < rho[j]);
@@ -321,6 +321,142 @@ static void test_bad_inputs(void **state) {
   assert_int_equal(s[1], 0);
 }
 
+/* ---- the in-process d-kBF -------------------------------------------------
+ */
+
+static size_t key_text(char *buf, unsigned i) {
+  return (size_t)snprintf(buf, 32, "key-%u", i);
+}
+
+static size_t value_text(char *buf, unsigned i) {
+  return (size_t)snprintf(buf, 32, "value-%u", i % 7);
+}
+
+/* 4 servers x 5 slabs, 20,000 pairs (about 1,000 per slab of capacity
+ * 2,000), then every pair on server 0 and those of every other slab on
+ * server 1 deleted: imbalanced. Rebalancing by pairs lowers rho, moves
+ * exactly the pairs of the slabs it moved, and every remaining pair still
+ * reads back its value through the master's new table (the slabs at
+ * rho <= 0.5 of a kBF's p-capacity: a decoding failure has probability
+ * far below 1e-4 per key, so at most 2 of ~12,000 failing is generous). */
+static void test_store_rebalance_keeps_data(void **state) {
+  (void)state;
+  bk__dkbf_store *d = NULL;
+  bk__dkbf_store_config cfg = {.n_servers = 4,
+                               .slabs_per_server = 5,
+                               .slab_capacity = 2000,
+                               .fpp = 0.001,
+                               .seed = 9};
+  assert_bk_ok(bk__dkbf_store_create(&d, &cfg));
+  bk__dkbf_table t;
+  assert_bk_ok(bk__dkbf_store_table(d, &t));
+  for (uint32_t s = 0; s < 4; s++) {
+    unsigned on = 0;
+    for (uint32_t i = 0; i < t.n_slabs; i++) on += t.server[i] == s;
+    assert_int_equal(on, 5); /* the master spread them evenly */
+  }
+  enum { N = 20000 };
+  static bool kept[N];
+  char key[32], val[32];
+  for (unsigned i = 0; i < N; i++) {
+    size_t kl = key_text(key, i), vl = value_text(val, i);
+    assert_bk_ok(bk__dkbf_store_insert(d, key, kl, val, vl));
+  }
+  for (unsigned i = 0; i < N; i++) {
+    size_t kl = key_text(key, i);
+    uint32_t slab, server;
+    assert_bk_ok(bk__dkbf_store_locate(d, key, kl, &slab, &server));
+    kept[i] = !(server == 0 || (server == 1 && slab % 2 == 0));
+    if (!kept[i]) assert_bk_ok(bk__dkbf_store_delete(d, key, kl));
+  }
+  uint64_t pairs_before[64];
+  uint32_t where_before[64];
+  assert_bk_ok(bk__dkbf_store_table(d, &t));
+  memcpy(pairs_before, t.load, t.n_slabs * sizeof *t.load);
+  memcpy(where_before, t.server, t.n_slabs * sizeof *t.server);
+  bk__dkbf_rebalance r;
+  assert_bk_ok(bk__dkbf_store_rebalance(d, 10, false, &r));
+  assert_true(r.migrations >= 1 && r.migrations <= 10);
+  assert_true(r.rho_after < r.rho_before);
+  assert_bk_ok(bk__dkbf_store_table(d, &t));
+  uint64_t moved = 0;
+  for (uint32_t i = 0; i < t.n_slabs; i++)
+    if (t.server[i] != where_before[i]) moved += pairs_before[i];
+  assert_int_equal(moved, r.pairs_moved);
+  double rho;
+  assert_bk_ok(bk__dkbf_rho(&t, &rho));
+  assert_true(fabs(rho - r.rho_after) < 1e-12);
+  unsigned failures = 0, ghosts = 0;
+  for (unsigned i = 0; i < N; i++) {
+    size_t kl = key_text(key, i), vl = value_text(val, i);
+    bk_kbf_result res;
+    const void *v;
+    size_t len;
+    assert_bk_ok(bk__dkbf_store_query(d, key, kl, &res, &v, &len));
+    if (kept[i])
+      failures +=
+          !(res == BK_KBF_FOUND && len == vl && memcmp(v, val, vl) == 0);
+    else
+      ghosts += res == BK_KBF_FOUND; /* false positives of deleted keys */
+  }
+  assert_true(failures <= 2);
+  assert_true(ghosts <= 80); /* p = 0.001 of ~8,000 deleted: mean 8 */
+  /* Query balancing: hammer the slabs of one server, rebalance by the
+   * queries counted; the next period starts from zero (a second call has
+   * nothing to balance). */
+  for (int round = 0; round < 3; round++)
+    for (unsigned i = 0; i < N; i++) {
+      size_t kl = key_text(key, i);
+      uint32_t slab, server;
+      assert_bk_ok(bk__dkbf_store_locate(d, key, kl, &slab, &server));
+      if (server != 2) continue;
+      bk_kbf_result res;
+      assert_bk_ok(bk__dkbf_store_query(d, key, kl, &res, NULL, NULL));
+    }
+  assert_bk_ok(bk__dkbf_store_rebalance(d, 10, true, &r));
+  assert_true(r.migrations >= 1);
+  assert_true(r.rho_after < r.rho_before);
+  assert_bk_ok(bk__dkbf_store_rebalance(d, 10, true, &r));
+  assert_int_equal(r.migrations, 0);
+  assert_true(r.rho_before == 0.0);
+  bk__dkbf_store_destroy(d);
+}
+
+static void test_store_bad_inputs(void **state) {
+  (void)state;
+  bk__dkbf_store *d = (bk__dkbf_store *)&d;
+  const bk__dkbf_store_config bad[] = {
+      {.n_servers = 0, .slabs_per_server = 1, .slab_capacity = 10},
+      {.n_servers = 1, .slabs_per_server = 0, .slab_capacity = 10},
+      {.n_servers = 1, .slabs_per_server = 1, .slab_capacity = 0},
+      {.n_servers = 65536, .slabs_per_server = 65536, .slab_capacity = 10},
+      {.n_servers = 1,
+       .slabs_per_server = 1,
+       .slab_capacity = BK_DKBF_MAX_LOAD + 1},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_int_equal(bk__dkbf_store_create(&d, &bad[i]), BK_EINVAL);
+  assert_true(d == (bk__dkbf_store *)&d);
+  bk__dkbf_store_config one = {
+      .n_servers = 1, .slabs_per_server = 1, .slab_capacity = 3};
+  assert_bk_ok(bk__dkbf_store_create(&d, &one));
+  for (int i = 0; i < 3; i++) {
+    char k[8] = {(char)('a' + i)};
+    assert_bk_ok(bk__dkbf_store_insert(d, k, 1, "v", 1));
+  }
+  assert_int_equal(bk__dkbf_store_insert(d, "z", 1, "v", 1), BK_EFULL);
+  assert_int_equal(bk__dkbf_store_insert(d, NULL, 1, "v", 1), BK_EINVAL);
+  bk__dkbf_rebalance r;
+  assert_int_equal(bk__dkbf_store_rebalance(d, 0, false, &r), BK_EINVAL);
+  assert_bk_ok(bk__dkbf_store_rebalance(d, 10, false, &r));
+  assert_int_equal(r.migrations, 0); /* one server */
+  uint32_t slab, server;
+  assert_int_equal(bk__dkbf_store_locate(d, NULL, 2, &slab, &server),
+                   BK_EINVAL);
+  bk__dkbf_store_destroy(d);
+  bk__dkbf_store_destroy(NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rho),
@@ -332,6 +468,8 @@ int main(void) {
       cmocka_unit_test(test_place_and_reclaim),
       cmocka_unit_test(test_slab_of),
       cmocka_unit_test(test_bad_inputs),
+      cmocka_unit_test(test_store_rebalance_keeps_data),
+      cmocka_unit_test(test_store_bad_inputs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

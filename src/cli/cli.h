@@ -12,6 +12,10 @@
  * (fbf_experiments.c). */
 int bk_cli_fbf_experiments(int argc, char **argv);
 
+/** `bloomkit kbf-experiments`: the kBF paper's figures
+ * (kbf_experiments.c). */
+int bk_cli_kbf_experiments(int argc, char **argv);
+
 /** `bloomkit sim <simulation>`: argv[1] selects the simulation:
  * `counters` (idempotent counters under client retries, thesis Fig. 6.7
  * and 6.9; sim_counters.c), `clocks` (Bloom clocks, sim_clocks.c) or `dkbf`

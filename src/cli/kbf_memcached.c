@@ -54,6 +54,7 @@
 #include "cli/cli.h"
 #include "cli/kbf_apps.h"
 #include "cli/opts.h"
+#include "cli/plot.h"
 
 #ifdef BK_HAVE_LIBMEMCACHED
 #include <libmemcached/memcached.h>
@@ -82,11 +83,15 @@ typedef struct options {
   uint64_t seed;
   const char *memcached;
   bool csv, no_time, no_memory;
+  const char *plot_dir;
 } options;
 
-/* ---- the workload ---------------------------------------------------------- */
+/* ---- the workload ----------------------------------------------------------
+ */
 
-static uint64_t mix(uint64_t z) { return splitmix_output(z); }
+static uint64_t mix(uint64_t z) {
+  return splitmix_output(z);
+}
 
 /* Uniform in (0, 1) from a 64-bit word. */
 static double unit_open(uint64_t w) {
@@ -95,9 +100,9 @@ static double unit_open(uint64_t w) {
 
 typedef struct workload {
   uint64_t seed;
-  char *values;              /* the 3000 values, back to back */
+  char *values; /* the 3000 values, back to back */
   size_t value_off[N_VALUES + 1];
-  size_t value_bytes;        /* their total size */
+  size_t value_bytes; /* their total size */
 } workload;
 
 static const char alphabet[] =
@@ -212,7 +217,8 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- the memcached server -------------------------------------------------- */
+/* ---- the memcached server --------------------------------------------------
+ */
 
 /* The running server's pid for the signal handler (0: none). */
 static volatile sig_atomic_t server_pid = 0;
@@ -269,7 +275,8 @@ static void server_stop(server *s) {
   bool gone = false;
   for (int i = 0; i < 200 && !gone; i++) { /* 2 s */
     pid_t r = waitpid(s->pid, &status, WNOHANG);
-    if (r == s->pid || (r < 0 && errno == ECHILD)) gone = true;
+    if (r == s->pid || (r < 0 && errno == ECHILD))
+      gone = true;
     else {
       struct timespec d = {0, 10000000};
       nanosleep(&d, NULL);
@@ -294,10 +301,25 @@ static int server_try(const options *o, server *s, uint64_t limit_mib) {
   snprintf(port, sizeof port, "%u", s->port);
   snprintf(mem, sizeof mem, "%llu", (unsigned long long)limit_mib);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  snprintf(threads, sizeof threads, "%ld", cores < 1 ? 1 : cores > 4 ? 4 : cores);
-  const char *argv[] = {o->memcached, "-l", "127.0.0.1", "-p", port, "-U",
-                        "0",          "-M", "-m",        mem,  "-t", threads,
-                        geteuid() == 0 ? "-u" : NULL,   "root", NULL};
+  snprintf(threads, sizeof threads, "%ld",
+           cores < 1   ? 1
+           : cores > 4 ? 4
+                       : cores);
+  const char *argv[] = {o->memcached,
+                        "-l",
+                        "127.0.0.1",
+                        "-p",
+                        port,
+                        "-U",
+                        "0",
+                        "-M",
+                        "-m",
+                        mem,
+                        "-t",
+                        threads,
+                        geteuid() == 0 ? "-u" : NULL,
+                        "root",
+                        NULL};
   struct sigaction sa = {.sa_handler = on_fatal_signal};
   sigemptyset(&sa.sa_mask);
   sigset_t block, old;
@@ -369,15 +391,17 @@ static int server_start(const options *o, server *s, uint64_t limit_mib) {
     if (r == 127) break;
   }
   fprintf(stderr,
-          PROG ": cannot start '%s' (Debian's memcached package; "
-               "scripts/bootstrap.sh installs it)\n",
+          PROG
+          ": cannot start '%s' (Debian's memcached package; "
+          "scripts/bootstrap.sh installs it)\n",
           o->memcached);
   return 1;
 }
 
 #ifdef BK_HAVE_LIBMEMCACHED
 
-/* ---- the client ------------------------------------------------------------ */
+/* ---- the client ------------------------------------------------------------
+ */
 
 static memcached_st *client(const server *s, bool pipelined) {
   memcached_st *m = memcached_create(NULL);
@@ -387,7 +411,7 @@ static memcached_st *client(const server *s, bool pipelined) {
       memcached_behavior_set(m, MEMCACHED_BEHAVIOR_TCP_NODELAY, 1) !=
           MEMCACHED_SUCCESS ||
       (pipelined && memcached_behavior_set(m, MEMCACHED_BEHAVIOR_NOREPLY, 1) !=
-                         MEMCACHED_SUCCESS)) {
+                        MEMCACHED_SUCCESS)) {
     memcached_free(m);
     return NULL;
   }
@@ -465,8 +489,8 @@ static memcached_return_t check_one(const memcached_st *m,
   return MEMCACHED_SUCCESS;
 }
 
-static int time_memcached(const options *o, const workload *w,
-                          const keyset *k, bool pipelined, phase_times *t) {
+static int time_memcached(const options *o, const workload *w, const keyset *k,
+                          bool pipelined, phase_times *t) {
   server s = {0};
   if (server_start(o, &s, o->time_limit_mib)) return 1;
   int status = 1;
@@ -476,9 +500,9 @@ static int time_memcached(const options *o, const workload *w,
   double t0 = now_s();
   for (uint64_t i = 0; i < k->n; i++) {
     unsigned v = pair_value(w, i);
-    memcached_return_t rc = memcached_set(
-        m, k->ptr[i], k->len[i], w->values + w->value_off[v],
-        w->value_off[v + 1] - w->value_off[v], 0, 0);
+    memcached_return_t rc =
+        memcached_set(m, k->ptr[i], k->len[i], w->values + w->value_off[v],
+                      w->value_off[v + 1] - w->value_off[v], 0, 0);
     if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_BUFFERED) {
       fprintf(stderr, PROG ": memcached set: %s\n", memcached_strerror(m, rc));
       goto done;
@@ -572,10 +596,18 @@ static int fill_memcached(const options *o, const workload *w,
   for (uint64_t i = 0; i < MAX_PAIRS; i++) {
     size_t klen = pair_key(w, i, key);
     unsigned v = pair_value(w, i);
-    memcached_return_t rc = memcached_set(
-        m, key, klen, w->values + w->value_off[v],
-        w->value_off[v + 1] - w->value_off[v], 0, 0);
-    if (rc != MEMCACHED_SUCCESS) break; /* full (-M: no eviction) */
+    memcached_return_t rc =
+        memcached_set(m, key, klen, w->values + w->value_off[v],
+                      w->value_off[v + 1] - w->value_off[v], 0, 0);
+    if (rc == MEMCACHED_SUCCESS) continue;
+    /* -M: a full server refuses with an out-of-memory server error; any
+     * other failure (a lost connection) would undercount what it holds. */
+    if (rc == MEMCACHED_SERVER_MEMORY_ALLOCATION_FAILURE ||
+        rc == MEMCACHED_SERVER_ERROR || rc == MEMCACHED_NOTSTORED)
+      break;
+    fprintf(stderr, PROG ": memcached set while filling: %s\n",
+            memcached_strerror(m, rc));
+    goto done;
   }
   if (stats_of(&s, st)) goto done;
   status = 0;
@@ -587,7 +619,8 @@ done:
 
 #endif /* BK_HAVE_LIBMEMCACHED */
 
-/* ---- the kBF side ------------------------------------------------------------ */
+/* ---- the kBF side
+ * ------------------------------------------------------------ */
 
 typedef struct kbf_memory {
   size_t cells, skbf, values;
@@ -596,8 +629,8 @@ typedef struct kbf_memory {
 #ifdef BK_HAVE_KBF
 static int kbf_make(const options *o, const workload *w, uint64_t n,
                     bk_kbf **out) {
-  bk_kbf_config cfg = {.capacity = n, .fpp = o->fpp, .seed = o->seed,
-                       .max_values = 4095};
+  bk_kbf_config cfg = {
+      .capacity = n, .fpp = o->fpp, .seed = o->seed, .max_values = 4095};
   TRY_BK(bk_kbf_create(out, &cfg));
   /* Intern the values in index order so value j has index j. */
   for (unsigned j = 0; j < N_VALUES; j++) {
@@ -674,9 +707,74 @@ fail:
 }
 #endif
 
-/* ---- the command ------------------------------------------------------------- */
+/* ---- the command
+ * ------------------------------------------------------------- */
 
-static double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+static double ratio(double a, double b) {
+  return b > 0 ? a / b : 0.0;
+}
+
+/* DIR/name.csv for --plot (NULL path: no --plot). */
+static FILE *plot_csv(const options *o, const char *name, char **path) {
+  *path = NULL;
+  if (!o->plot_dir) return NULL;
+  size_t len = strlen(o->plot_dir) + strlen(name) + sizeof "/.csv";
+  *path = malloc(len);
+  if (!*path) return NULL;
+  snprintf(*path, len, "%s/%s.csv", o->plot_dir, name);
+  FILE *f = fopen(*path, "w");
+  if (!f) {
+    fprintf(stderr, PROG ": cannot write %s: %s\n", *path, strerror(errno));
+    free(*path);
+    *path = NULL;
+  }
+  return f;
+}
+
+static int plot_fig15(const options *o, char *path) {
+  bk_plot_figure fig = {
+      .name = "kbf_fig15",
+      .csv = path,
+      .title = "Fig. 15: time to insert and query n pairs, memcached vs kBF",
+      .x = "pairs",
+      .xlabel = "k-v pairs",
+      .ylabel = "seconds",
+      .logx = true,
+      .logy = true,
+      .key = "outside top center horizontal",
+      .n_series = 6,
+      .series = {{"insert_s", "memcached insert, one at a time", false,
+                  "system", "memcached-1by1"},
+                 {"insert_s", "memcached insert, pipelined", false, "system",
+                  "memcached-pipelined"},
+                 {"insert_s", "kBF insert", false, "system", "kbf"},
+                 {"query_s", "memcached query, one at a time", false, "system",
+                  "memcached-1by1"},
+                 {"query_s", "memcached multi-get", false, "system",
+                  "memcached-pipelined"},
+                 {"query_s", "kBF query", false, "system", "kbf"}},
+  };
+  return bk_plot_draw(o->plot_dir, &fig, stderr);
+}
+
+static int plot_fig16(const options *o, char *path) {
+  bk_plot_figure fig = {
+      .name = "kbf_fig16",
+      .csv = path,
+      .title = "Fig. 16: memory for the pairs a full memcached holds",
+      .x = "limit",
+      .xlabel = "memcached -m",
+      .ylabel = "MiB",
+      .histogram = true,
+      .key = "outside top center horizontal",
+      .n_series = 4,
+      .series = {{"server_mib", "memcached stats bytes"},
+                 {"kbf_cells_mib", "kBF main cells"},
+                 {"kbf_skbf_mib", "kBF secondary (s-kBF)"},
+                 {"kbf_values_mib", "kBF value table"}},
+  };
+  return bk_plot_draw(o->plot_dir, &fig, stderr);
+}
 
 static int run(const options *o) {
   workload w = {0};
@@ -685,15 +783,26 @@ static int run(const options *o) {
     return 1;
   }
   int status = 1;
-  printf("# " PROG ": ETC-like workload, %u values (%zu bytes), seed %llu, "
+  printf("# " PROG
+         ": ETC-like workload, %u values (%zu bytes), seed %llu, "
          "kBF fpp %g\n",
          N_VALUES, w.value_bytes, (unsigned long long)o->seed, o->fpp);
 #ifndef BK_HAVE_LIBMEMCACHED
-  fprintf(stderr, PROG ": built without libmemcached (Debian's "
-                       "libmemcached-dev; scripts/bootstrap.sh installs it)\n");
+  fprintf(stderr, PROG
+          ": built without libmemcached (Debian's "
+          "libmemcached-dev; scripts/bootstrap.sh installs it)\n");
   goto done;
 #else
+  char *p15 = NULL, *p16 = NULL;
+  FILE *f15 = NULL, *f16 = NULL;
   if (!o->no_time) {
+    if (o->plot_dir) {
+      if (!(f15 = plot_csv(o, "kbf_fig15", &p15))) goto done;
+      fprintf(f15,
+              "# kbf_fig15: seconds per phase, seed %llu\n"
+              "pairs,system,insert_s,query_s,delete_s,wrong\n",
+              (unsigned long long)o->seed);
+    }
     printf(o->csv ? "pairs,system,insert_s,query_s,delete_s,wrong\n"
                   : "Fig. 15: seconds for n pairs\n%10s %-20s %10s %10s "
                     "%10s %8s\n",
@@ -706,8 +815,7 @@ static int run(const options *o) {
         goto done;
       }
       phase_times t[3];
-      const char *names[3] = {"memcached-1by1", "memcached-pipelined",
-                              "kbf"};
+      const char *names[3] = {"memcached-1by1", "memcached-pipelined", "kbf"};
       int rows = 2;
       int bad = time_memcached(o, &w, &k, false, &t[0]) ||
                 time_memcached(o, &w, &k, true, &t[1]);
@@ -719,24 +827,42 @@ static int run(const options *o) {
 #endif
       keyset_free(&k);
       if (bad) goto done;
+      for (int r = 0; r < rows && f15; r++)
+        fprintf(f15, "%llu,%s,%.6f,%.6f,%.6f,%llu\n", (unsigned long long)n,
+                names[r], t[r].insert_s, t[r].query_s, t[r].delete_s,
+                (unsigned long long)t[r].wrong);
       for (int r = 0; r < rows; r++)
         printf(o->csv ? "%llu,%s,%.6f,%.6f,%.6f,%llu\n"
                       : "%10llu %-20s %10.4f %10.4f %10.4f %8llu\n",
                (unsigned long long)n, names[r], t[r].insert_s, t[r].query_s,
                t[r].delete_s, (unsigned long long)t[r].wrong);
       if (rows == 3 && !o->csv)
-        printf("%10s %-20s %9.1fx %9.1fx %9.1fx   (memcached 1by1 / kBF; "
-               "pipelined: %.1fx %.1fx %.1fx)\n",
-               "", "ratio", ratio(t[0].insert_s, t[2].insert_s),
-               ratio(t[0].query_s, t[2].query_s),
-               ratio(t[0].delete_s, t[2].delete_s),
-               ratio(t[1].insert_s, t[2].insert_s),
-               ratio(t[1].query_s, t[2].query_s),
-               ratio(t[1].delete_s, t[2].delete_s));
+        printf(
+            "%10s %-20s %9.1fx %9.1fx %9.1fx   (memcached 1by1 / kBF; "
+            "pipelined: %.1fx %.1fx %.1fx)\n",
+            "", "ratio", ratio(t[0].insert_s, t[2].insert_s),
+            ratio(t[0].query_s, t[2].query_s),
+            ratio(t[0].delete_s, t[2].delete_s),
+            ratio(t[1].insert_s, t[2].insert_s),
+            ratio(t[1].query_s, t[2].query_s),
+            ratio(t[1].delete_s, t[2].delete_s));
       fflush(stdout);
     }
   }
+  if (f15) {
+    int bad = fclose(f15) != 0;
+    f15 = NULL;
+    if (bad || plot_fig15(o, p15)) goto done;
+  }
   if (!o->no_memory) {
+    if (o->plot_dir) {
+      if (!(f16 = plot_csv(o, "kbf_fig16", &p16))) goto done;
+      fprintf(f16,
+              "# kbf_fig16: memory (MiB) when memcached is full, kBF "
+              "fpp %g, seed %llu\nlimit,pairs,server_mib,limit_mib,"
+              "kbf_cells_mib,kbf_skbf_mib,kbf_values_mib,kbf_total_mib\n",
+              o->fpp, (unsigned long long)o->seed);
+    }
     printf(o->csv ? "limit_mib,pairs_stored,server_bytes,limit_bytes,"
                     "kbf_cells,kbf_skbf,kbf_values,kbf_total,saving_vs_bytes,"
                     "saving_vs_limit\n"
@@ -762,18 +888,36 @@ static int run(const options *o) {
              (unsigned long long)st.bytes,
              (unsigned long long)st.limit_maxbytes, km.cells, km.skbf,
              km.values, total, 100.0 * save_bytes, 100.0 * save_limit);
+      if (f16)
+        fprintf(f16, "%llu MiB,%llu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                (unsigned long long)mib, (unsigned long long)st.curr_items,
+                (double)st.bytes / 1048576.0,
+                (double)st.limit_maxbytes / 1048576.0,
+                (double)km.cells / 1048576.0, (double)km.skbf / 1048576.0,
+                (double)km.values / 1048576.0, (double)total / 1048576.0);
       fflush(stdout);
     }
+  }
+  if (f16) {
+    int bad = fclose(f16) != 0;
+    f16 = NULL;
+    if (bad || plot_fig16(o, p16)) goto done;
   }
   status = 0;
 #endif
 done:
+#ifdef BK_HAVE_LIBMEMCACHED
+  if (f15) fclose(f15);
+  if (f16) fclose(f16);
+  free(p15);
+  free(p16);
+#endif
   free(w.values);
   return status;
 }
 
-#define MEMCACHED_DESCRIPTION                                               \
-  "The kBF against a real memcached (kBF paper Sec. 6.3, Figs. 15-16):\n"   \
+#define MEMCACHED_DESCRIPTION                                              \
+  "The kBF against a real memcached (kBF paper Sec. 6.3, Figs. 15-16):\n"  \
   "memcached is started on a free loopback port with evictions off (-M)\n" \
   "and a memory limit, always stopped again (also on Ctrl-C). Fig. 15:\n"  \
   "seconds to insert, query and delete n ETC-like pairs, memcached one\n"  \
@@ -805,6 +949,9 @@ int bk_cli_kbf_memcached(int argc, char **argv) {
                   .section = "what to run"),
       BK_CLI_FLAG("no-memory", &o.no_memory, "skip Fig. 16"),
       BK_CLI_FLAG("csv", &o.csv, "CSV tables", .section = "output"),
+      BK_CLI_STRING("plot", &o.plot_dir, NULL, "a directory", "DIR",
+                    "also write DIR/kbf_fig15 and kbf_fig16 (.csv, .png)",
+                    .default_text = "no pictures"),
   };
   const bk_cli_command cmd = {
       .prog = PROG,
@@ -816,14 +963,13 @@ int bk_cli_kbf_memcached(int argc, char **argv) {
   if (status != BK_CLI_CONTINUE) return status;
   for (size_t i = 0; i < o.n_pairs; i++)
     if (o.pairs[i] != floor(o.pairs[i]))
-      return bk_cli_usage_error(stderr, PROG,
-                                "--pairs: '%g' is not a whole number",
-                                o.pairs[i]);
+      return bk_cli_usage_error(
+          stderr, PROG, "--pairs: '%g' is not a whole number", o.pairs[i]);
   for (size_t i = 0; i < o.n_limits; i++)
     if (o.limits[i] != floor(o.limits[i]))
-      return bk_cli_usage_error(stderr, PROG,
-                                "--limits: '%g' is not a whole number",
-                                o.limits[i]);
+      return bk_cli_usage_error(
+          stderr, PROG, "--limits: '%g' is not a whole number", o.limits[i]);
+  if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
   status = run(&o);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     fprintf(stderr, PROG ": error writing standard output\n");

@@ -30,6 +30,10 @@ static const bk_cli_subcommand subcommands[] = {
      "the kBF in use: `kbf-apps acsm` (TCP flow state, kBF paper Figs. "
      "24-25), `kbf-apps memcached` (Figs. 15-16)",
      bk_cli_kbf_apps},
+    {"kbf-experiments",
+     "reproduce the kBF paper's Figs. 2-5, 7-14, 17-18 (encodings, "
+     "capacity, error ratios of every operation)",
+     bk_cli_kbf_experiments},
     {"sim",
      "simulations: `sim counters`, idempotent counters under retries "
      "(thesis Fig. 6.7, 6.9); `sim clocks`, Bloom against vector clocks; "

@@ -57,8 +57,8 @@ typedef struct setting {
 
 /* Setting `index`: loads uniform on [0, capacity] from its own stream. */
 static void fill_setting(const options *o, uint64_t index, setting *s) {
-  uint64_t state = splitmix_output(o->seed ^ splitmix_output(
-                                                 (index + 1) * SPLITMIX_GAMMA));
+  uint64_t state =
+      splitmix_output(o->seed ^ splitmix_output((index + 1) * SPLITMIX_GAMMA));
   for (uint32_t i = 0; i < s->n_slabs; i++) {
     state += SPLITMIX_GAMMA;
     uint64_t r = splitmix_output(state);
@@ -120,8 +120,7 @@ static int close_and_draw(FILE *f, char *path, const options *o,
   return status;
 }
 
-static int plot_detail(const options *o, uint64_t show,
-                       const uint64_t *before,
+static int plot_detail(const options *o, uint64_t show, const uint64_t *before,
                        const uint64_t *after, const double *rho_steps,
                        size_t n_steps) {
   char *path;
@@ -181,8 +180,8 @@ static int plot_settings(const options *o, const setting_result *res) {
           "setting, seed %llu\nsetting,rho_before,rho_after\n",
           (unsigned long long)o->seed);
   for (uint64_t i = 0; i < o->settings; i++)
-    fprintf(f, "%llu,%.6f,%.6f\n", (unsigned long long)i,
-            res[i].rho_before, res[i].rho_after);
+    fprintf(f, "%llu,%.6f,%.6f\n", (unsigned long long)i, res[i].rho_before,
+            res[i].rho_after);
   bk_plot_figure f22 = {
       .name = "kbf_fig22",
       .title = "Fig. 22: rho before and after balancing, per setting",
@@ -199,8 +198,7 @@ static int plot_settings(const options *o, const setting_result *res) {
     fprintf(stderr, PROG ": out of memory\n");
     return 1;
   }
-  for (uint64_t i = 0; i < o->settings; i++)
-    sorted[i] = res[i].improvement_pct;
+  for (uint64_t i = 0; i < o->settings; i++) sorted[i] = res[i].improvement_pct;
   qsort(sorted, o->settings, sizeof *sorted, cmp_double_desc);
   f = open_csv(o, "kbf_fig23", &path);
   if (!f) {
@@ -222,8 +220,9 @@ static int plot_settings(const options *o, const setting_result *res) {
       .ylabel = "improvement of rho (%)",
       .key = "top right",
       .n_series = 1,
-      .series = {{"improvement_pct", "100 (rho_before - rho_after) / "
-                                     "rho_before"}},
+      .series = {{"improvement_pct",
+                  "100 (rho_before - rho_after) / "
+                  "rho_before"}},
   };
   return close_and_draw(f, path, o, &f23);
 }
@@ -282,22 +281,25 @@ static int run(const options *o) {
   }
   double nset = (double)o->settings;
   if (o->csv) {
-    printf("setting,rho_before,rho_after,improvement_pct,exchanges,"
-           "pairs_moved,pairs_total\n");
+    printf(
+        "setting,rho_before,rho_after,improvement_pct,exchanges,"
+        "pairs_moved,pairs_total\n");
     for (uint64_t i = 0; i < o->settings; i++)
       printf("%llu,%.6f,%.6f,%.4f,%zu,%llu,%llu\n", (unsigned long long)i,
              res[i].rho_before, res[i].rho_after, res[i].improvement_pct,
              res[i].exchanges, (unsigned long long)res[i].pairs_moved,
              (unsigned long long)res[i].pairs_total);
   } else {
-    printf("# " PROG ": %u servers x %u slabs of capacity %llu pairs, "
+    printf("# " PROG
+           ": %u servers x %u slabs of capacity %llu pairs, "
            "C_max %u, %llu settings, seed %llu\n",
            o->servers, o->slabs_per_server, (unsigned long long)o->capacity,
            o->c_max, (unsigned long long)o->settings,
            (unsigned long long)o->seed);
-    printf("setting %llu (Fig. 20, 21; rho %.4f -> %.4f): pairs per "
-           "server, millions\n",
-           (unsigned long long)show, detail.rho_before, detail.rho_after);
+    printf(
+        "setting %llu (Fig. 20, 21; rho %.4f -> %.4f): pairs per "
+        "server, millions\n",
+        (unsigned long long)show, detail.rho_before, detail.rho_after);
     printf("  server   before     after\n");
     for (unsigned v = 0; v < o->servers; v++)
       printf("  %6u %8.3f  %8.3f\n", v + 1, (double)before[v] / 1e6,
@@ -313,18 +315,19 @@ static int run(const options *o) {
            sum_after / nset);
     printf("  mean improvement of rho %.2f %% (the paper: 60.86 %%)\n",
            sum_impr / nset);
-    printf("  exchanges per setting: mean %.2f; %llu settings with none, "
-           "%llu stopped by C_max\n",
-           sum_ex / nset, (unsigned long long)none,
-           (unsigned long long)at_cap);
-    printf("  pairs moved per setting: mean %.0f (%.1f %% of the pairs "
-           "stored)\n",
-           sum_moved / nset, 100.0 * sum_moved / sum_total);
+    printf(
+        "  exchanges per setting: mean %.2f; %llu settings with none, "
+        "%llu stopped by C_max\n",
+        sum_ex / nset, (unsigned long long)none, (unsigned long long)at_cap);
+    printf(
+        "  pairs moved per setting: mean %.0f (%.1f %% of the pairs "
+        "stored)\n",
+        sum_moved / nset, 100.0 * sum_moved / sum_total);
   }
   status = 0;
   if (o->plot_dir)
-    status = plot_detail(o, show, before, after, rho0, n0) ||
-             plot_settings(o, res);
+    status =
+        plot_detail(o, show, before, after, rho0, n0) || plot_settings(o, res);
 done:
   free(s.load);
   free(s.server);
@@ -337,7 +340,7 @@ done:
   return status;
 }
 
-#define DKBF_DESCRIPTION                                                    \
+#define DKBF_DESCRIPTION                                                   \
   "The d-kBF's slab load balancing (kBF paper Sec. 5.2, Algorithm 8;\n"    \
   "Sec. 6.6, Figs. 20-23). Every slab gets a uniform random number of\n"   \
   "pairs in [0, capacity]; each server holds the same number of slabs;\n"  \
@@ -350,16 +353,15 @@ int bk_cli_sim_dkbf(int argc, char **argv) {
   bk_cli_opt opts[] = {
       BK_CLI_UNSIGNED("servers", &o.servers, DEFAULT_SERVERS, 1, 65536, "N",
                       "slab servers"),
-      BK_CLI_UNSIGNED("slabs-per-server", &o.slabs_per_server, DEFAULT_SLABS,
-                      1, 65536, "N", "slabs each server holds at the start"),
-      BK_CLI_U64("capacity", &o.capacity, DEFAULT_CAPACITY, 1,
-                 BK_DKBF_MAX_LOAD, "N", "pairs a slab can hold"),
+      BK_CLI_UNSIGNED("slabs-per-server", &o.slabs_per_server, DEFAULT_SLABS, 1,
+                      65536, "N", "slabs each server holds at the start"),
+      BK_CLI_U64("capacity", &o.capacity, DEFAULT_CAPACITY, 1, BK_DKBF_MAX_LOAD,
+                 "N", "pairs a slab can hold"),
       BK_CLI_UNSIGNED("c-max", &o.c_max, BK_DKBF_C_MAX_DEFAULT, 1, MAX_C, "N",
                       "Algorithm 8's C_max: exchanges per balancing"),
       BK_CLI_U64("settings", &o.settings, DEFAULT_SETTINGS, 1, MAX_SETTINGS,
                  "N", "random initial settings"),
-      BK_CLI_U64("seed", &o.seed, DEFAULT_SEED, 0, UINT64_MAX, "N",
-                 "run seed"),
+      BK_CLI_U64("seed", &o.seed, DEFAULT_SEED, 0, UINT64_MAX, "N", "run seed"),
       BK_CLI_U64("show", &o.show, UINT64_MAX, 0, MAX_SETTINGS - 1, "I",
                  "the setting shown in detail (Fig. 20, 21)",
                  .default_text = "the most imbalanced"),
@@ -385,10 +387,9 @@ int bk_cli_sim_dkbf(int argc, char **argv) {
                               o.servers, o.slabs_per_server,
                               (unsigned)BK_DKBF_MAX_SLABS);
   if (o.show != UINT64_MAX && o.show >= o.settings)
-    return bk_cli_usage_error(stderr, PROG,
-                              "--show %llu: there are only %llu settings",
-                              (unsigned long long)o.show,
-                              (unsigned long long)o.settings);
+    return bk_cli_usage_error(
+        stderr, PROG, "--show %llu: there are only %llu settings",
+        (unsigned long long)o.show, (unsigned long long)o.settings);
   if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
   status = run(&o);
   if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -150,7 +150,7 @@ enum {
   BK__TYPE_SCBF_FILE = 9, /* bk_scbf's file header (cbf/scbf.c) */
   BK__TYPE_BLOOMCLOCK = 10,
   BK__TYPE_VCLOCK = 11,
-  /* 12 and 13: kbf (issue #8) */
+  BK__TYPE_KBF = 12,
 };
 
 /* Writes the 24-byte prefix. */

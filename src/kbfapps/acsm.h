@@ -69,12 +69,12 @@ typedef struct bk__acsm_counts {
 } bk__acsm_counts;
 
 typedef struct bk__acsm_result {
-  bk__acsm_counts during; /* one query per packet */
-  bk__acsm_counts final;  /* every flow once, after the trace */
+  bk__acsm_counts during;             /* one query per packet */
+  bk__acsm_counts final;              /* every flow once, after the trace */
   uint64_t inserts, updates, deletes; /* operations the monitor issued */
-  uint64_t refused;       /* of them, refused by the store */
-  uint64_t peak_tracked;  /* most flows tracked at once (reference) */
-  uint64_t tracked_end;   /* flows tracked at the end (reference) */
+  uint64_t refused;                   /* of them, refused by the store */
+  uint64_t peak_tracked; /* most flows tracked at once (reference) */
+  uint64_t tracked_end;  /* flows tracked at the end (reference) */
   uint64_t suspicious_fin, suspicious_rst; /* flows that saw FIN / RST
                                               (reference; Sec. 7's count) */
 } bk__acsm_result;

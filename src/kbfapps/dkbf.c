@@ -21,14 +21,14 @@ bk_status bk__dkbf_check(const bk__dkbf_table *t) {
   return BK_OK;
 }
 
-bk_status bk__dkbf_server_loads(const bk__dkbf_table *t,
-                                uint64_t *per_server) {
+bk_status bk__dkbf_server_loads(const bk__dkbf_table *t, uint64_t *per_server) {
   bk_status st = bk__dkbf_check(t);
   if (st != BK_OK) return st;
   if (!per_server) return BK_EINVAL;
   memset(per_server, 0, t->n_servers * sizeof *per_server);
   /* At most 2^24 loads of at most 2^39 each: no overflow. */
-  for (uint32_t i = 0; i < t->n_slabs; i++) per_server[t->server[i]] += t->load[i];
+  for (uint32_t i = 0; i < t->n_slabs; i++)
+    per_server[t->server[i]] += t->load[i];
   return BK_OK;
 }
 
@@ -102,9 +102,11 @@ bk_status bk__dkbf_balance(const bk__dkbf_table *t, unsigned c_max,
      * lightest (lowest index on ties). */
     uint32_t heavy = BK_DKBF_NO_SLAB, light = BK_DKBF_NO_SLAB;
     for (uint32_t i = 0; i < t->n_slabs; i++) {
-      if (where[i] == hi && (heavy == BK_DKBF_NO_SLAB || t->load[i] > t->load[heavy]))
+      if (where[i] == hi &&
+          (heavy == BK_DKBF_NO_SLAB || t->load[i] > t->load[heavy]))
         heavy = i;
-      if (where[i] == lo && (light == BK_DKBF_NO_SLAB || t->load[i] < t->load[light]))
+      if (where[i] == lo &&
+          (light == BK_DKBF_NO_SLAB || t->load[i] < t->load[light]))
         light = i;
     }
     /* tot[hi] > 0, so the heaviest server holds a slab. */
@@ -138,9 +140,8 @@ bk_status bk__dkbf_balance(const bk__dkbf_table *t, unsigned c_max,
   return BK_OK;
 }
 
-bk_status bk__dkbf_apply(uint32_t n_slabs, uint32_t n_servers,
-                         uint32_t *server, const bk__dkbf_move *moves,
-                         size_t n_moves) {
+bk_status bk__dkbf_apply(uint32_t n_slabs, uint32_t n_servers, uint32_t *server,
+                         const bk__dkbf_move *moves, size_t n_moves) {
   if (!server || (n_moves && !moves) || n_slabs == 0 ||
       n_slabs > BK_DKBF_MAX_SLABS || n_servers == 0 ||
       n_servers > BK_DKBF_MAX_SERVERS)

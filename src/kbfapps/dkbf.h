@@ -95,15 +95,14 @@ double bk__dkbf_rho_of(const uint64_t *per_server, uint32_t n);
  * Cost: O(c_max * n_slabs).
  */
 bk_status bk__dkbf_balance(const bk__dkbf_table *t, unsigned c_max,
-                          bk__dkbf_move *moves, size_t cap, size_t *n_moves,
-                          double *rho_steps);
+                           bk__dkbf_move *moves, size_t cap, size_t *n_moves,
+                           double *rho_steps);
 
 /** Apply a plan to a server array (server[n_slabs]) in order. Errors:
  * BK_EINVAL (a move naming a slab or server out of range, or a slab not on
  * the server the move says; nothing is changed then). O(n_moves + n). */
-bk_status bk__dkbf_apply(uint32_t n_slabs, uint32_t n_servers,
-                        uint32_t *server, const bk__dkbf_move *moves,
-                        size_t n_moves);
+bk_status bk__dkbf_apply(uint32_t n_slabs, uint32_t n_servers, uint32_t *server,
+                         const bk__dkbf_move *moves, size_t n_moves);
 
 /** Where the master allocates a new slab: the server holding the fewest
  * slabs, then the least loaded, then the lowest index (Sec. 5.2: "the
@@ -117,7 +116,7 @@ bk_status bk__dkbf_place(const bk__dkbf_table *t, uint32_t *server);
  * list is cut at cap, with *n the full count). Errors: those of
  * bk__dkbf_check. O(n). */
 bk_status bk__dkbf_reclaimable(const bk__dkbf_table *t, uint32_t *slabs,
-                              size_t cap, size_t *n);
+                               size_t cap, size_t *n);
 
 /** The first hash step (Sec. 5.1): a key's slab from its 64-bit digest,
  * (top 32 bits of digest) * n_slabs >> 32 (uniform when the digest is, to

@@ -61,11 +61,11 @@ typedef enum bk__sbf_result {
 typedef struct bk__sbf_info {
   uint64_t m_cells;
   unsigned k;
-  uint64_t n_keys;     /* inserts minus deletes */
-  uint64_t nonzero;    /* cells with a count */
-  uint64_t dont_know;  /* cells holding DONT_KNOW */
-  uint64_t saturated;  /* cells at count 255 */
-  size_t memory;       /* bytes of the cells */
+  uint64_t n_keys;    /* inserts minus deletes */
+  uint64_t nonzero;   /* cells with a count */
+  uint64_t dont_know; /* cells holding DONT_KNOW */
+  uint64_t saturated; /* cells at count 255 */
+  size_t memory;      /* bytes of the cells */
 } bk__sbf_info;
 
 /** m_cells in 1..BK_SBF_MAX_CELLS, k in 1..BK_K_MAX. Errors: BK_EINVAL,

@@ -124,15 +124,13 @@ static unsigned geometric(rng *r, double mean) {
 
 bk_status bk__tcp_trace_generate(const bk__tcp_trace_config *cfg,
                                  bk__tcp_trace *out) {
-  if (!cfg || !out || cfg->n_flows == 0 ||
-      cfg->n_flows > (UINT64_C(1) << 31) || !isfinite(cfg->data_mean) ||
-      cfg->data_mean < 0.0 || cfg->data_mean > 100.0 ||
-      !isfinite(cfg->duration) || cfg->duration < 0.0 ||
-      !isfinite(cfg->gap) || cfg->gap < 0.0)
+  if (!cfg || !out || cfg->n_flows == 0 || cfg->n_flows > (UINT64_C(1) << 31) ||
+      !isfinite(cfg->data_mean) || cfg->data_mean < 0.0 ||
+      cfg->data_mean > 100.0 || !isfinite(cfg->duration) ||
+      cfg->duration < 0.0 || !isfinite(cfg->gap) || cfg->gap < 0.0)
     return BK_EINVAL;
   double data_mean = cfg->data_mean > 0.0 ? cfg->data_mean : 4.0;
-  double duration =
-      cfg->duration > 0.0 ? cfg->duration : (double)cfg->n_flows;
+  double duration = cfg->duration > 0.0 ? cfg->duration : (double)cfg->n_flows;
   double gap = cfg->gap > 0.0 ? cfg->gap : 50.0;
   memset(out, 0, sizeof *out);
   size_t cap = (size_t)cfg->n_flows * 12, n = 0;
@@ -204,4 +202,37 @@ void bk__tcp_trace_free(bk__tcp_trace *t) {
   if (!t) return;
   free(t->events);
   memset(t, 0, sizeof *t);
+}
+
+bk_status bk__tcp_trace_peak(const bk__tcp_trace *t, uint64_t *peak) {
+  if (!t || !peak || (t->n_events && !t->events)) return BK_EINVAL;
+  uint8_t *st = calloc(t->n_flows ? t->n_flows : 1, 1);
+  if (!st) return BK_ENOMEM;
+  uint64_t live = 0, most = 0;
+  for (size_t i = 0; i < t->n_events; i++) {
+    const bk__tcp_event *e = &t->events[i];
+    if (e->flow >= t->n_flows) {
+      free(st);
+      return BK_EINVAL;
+    }
+    unsigned to = 0;
+    switch (bk__tcp_next(st[e->flow], e->flag, &to)) {
+      case BK_TCP_INSERT:
+        if (++live > most) most = live;
+        st[e->flow] = (uint8_t)to;
+        break;
+      case BK_TCP_UPDATE:
+        st[e->flow] = (uint8_t)to;
+        break;
+      case BK_TCP_DELETE:
+        live--;
+        st[e->flow] = 0;
+        break;
+      case BK_TCP_KEEP:
+        break;
+    }
+  }
+  free(st);
+  *peak = most;
+  return BK_OK;
 }

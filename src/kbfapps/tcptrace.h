@@ -84,11 +84,11 @@ typedef struct bk__tcp_event {
 } bk__tcp_event;
 
 typedef struct bk__tcp_trace_config {
-  uint64_t n_flows;  /* 1..2^31 */
+  uint64_t n_flows; /* 1..2^31 */
   uint64_t seed;
-  double data_mean;  /* mean data packets per established flow; 0: 4 */
-  double duration;   /* flows start in [0, duration); 0: n_flows */
-  double gap;        /* mean gap between a flow's packets; 0: 50 */
+  double data_mean; /* mean data packets per established flow; 0: 4 */
+  double duration;  /* flows start in [0, duration); 0: n_flows */
+  double gap;       /* mean gap between a flow's packets; 0: 50 */
 } bk__tcp_trace_config;
 
 typedef struct bk__tcp_trace {
@@ -114,6 +114,10 @@ void bk__tcp_flow_key(uint64_t seed, uint32_t flow, unsigned char key[8]);
 bk__tcp_action bk__tcp_next(unsigned state, unsigned flag, unsigned *next);
 
 const char *bk__tcp_kind_name(bk__tcp_kind kind);
+
+/** The most flows the reference state machine tracks at once over the
+ * trace (what a state store must hold). Errors: BK_EINVAL, BK_ENOMEM. */
+bk_status bk__tcp_trace_peak(const bk__tcp_trace *t, uint64_t *peak);
 
 #ifdef __cplusplus
 }

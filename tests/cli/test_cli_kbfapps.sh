@@ -73,6 +73,7 @@ expect 2 "unknown experiment 'bogus'" kbf-apps bogus
 CASE="$A --csv"
 "$BK" $A --flows 2000 --fpp 0.1,0.001 --csv >"$TMP/acsm" 2>"$TMP/err" || fail "exit status $?"
 [ "$(grep -c '^0\.[0-9]*,sbf,' "$TMP/acsm")" -eq 2 ] || fail "not 2 sbf rows"
+[ "$(grep -c '^0\.[0-9]*,kbf,' "$TMP/acsm")" -eq 2 ] || fail "not 2 kbf rows"
 grep -q "^# .*2000 flows" "$TMP/acsm" || fail "no header line"
 if command -v gnuplot >/dev/null 2>&1; then
   CASE="$A --plot"

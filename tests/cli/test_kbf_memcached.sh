@@ -32,7 +32,10 @@ servers_gone() {
 }
 
 CASE="kbf-apps memcached (tiny)"
-"$BK" kbf-apps memcached --pairs 500 --limits 16 --csv >"$TMP/out" 2>"$TMP/err"
+PLOT=
+command -v gnuplot >/dev/null 2>&1 && PLOT="--plot $TMP/plot"
+# shellcheck disable=SC2086
+"$BK" kbf-apps memcached --pairs 500 --limits 16 --csv $PLOT >"$TMP/out" 2>"$TMP/err"
 st=$?
 if grep -q "built without libmemcached" "$TMP/err"; then
   echo "built without libmemcached: skipped"
@@ -45,18 +48,30 @@ grep -q '^500,memcached-1by1,' "$TMP/out" || fail "no 1by1 row"
 grep -q '^500,memcached-pipelined,' "$TMP/out" || fail "no pipelined row"
 # wrong answers (last column of the timing rows) must be 0 for memcached
 awk -F, '$2 ~ /^memcached/ && $NF != 0 { bad = 1 } END { exit bad }' "$TMP/out" || fail "memcached answered wrongly"
+# The kBF row: sized for 500 pairs at p = 0.001 (rho <= 1), a stored key
+# fails to decode with probability well under 1e-3 (kBF paper Fig. 5), so
+# more than 5 wrong answers of 500 (4 sd above the mean of at most 0.5)
+# means a bug, not bad luck.
+kbf=$(grep '^500,kbf,' "$TMP/out")
+[ -n "$kbf" ] || fail "no kbf row"
+[ "$(echo "$kbf" | cut -d, -f6)" -le 5 ] || fail "kbf answered wrongly: $kbf"
 # Fig. 16: a 16 MiB server holds some pairs, its bytes within the limit
 row=$(grep '^16,' "$TMP/out")
 [ -n "$row" ] || fail "no 16 MiB row"
 pairs=$(echo "$row" | cut -d, -f2); bytes=$(echo "$row" | cut -d, -f3)
 [ "$pairs" -gt 1000 ] || fail "only $pairs pairs stored"
 [ "$bytes" -le 16777216 ] || fail "server bytes $bytes above the limit"
+kbf_total=$(echo "$row" | cut -d, -f8)
+[ "$kbf_total" -gt 0 ] || fail "no kBF memory"
+if [ -n "$PLOT" ]; then
+  for f in kbf_fig15 kbf_fig16; do [ -s "$TMP/plot/$f.png" ] || fail "no $f.png"; done
+fi
 
 CASE="SIGINT during a run"
 "$BK" kbf-apps memcached --pairs 300000 --no-memory >"$TMP/out" 2>"$TMP/err" &
 bk=$!
 i=0
-while ! grep -q '^# memcached pid' "$TMP/err" 2>/dev/null && [ $i -lt 100 ]; do
+while ! grep -q "^# memcached pid" "$TMP/err" 2>/dev/null && [ $i -lt 600 ]; do
   sleep 0.1; i=$((i + 1))
 done
 sleep 0.3
@@ -70,7 +85,7 @@ CASE="SIGTERM during a run"
 "$BK" kbf-apps memcached --pairs 300000 --no-memory >"$TMP/out" 2>"$TMP/err" &
 bk=$!
 i=0
-while ! grep -q '^# memcached pid' "$TMP/err" 2>/dev/null && [ $i -lt 100 ]; do
+while ! grep -q "^# memcached pid" "$TMP/err" 2>/dev/null && [ $i -lt 600 ]; do
   sleep 0.1; i=$((i + 1))
 done
 sleep 0.3
