@@ -242,11 +242,11 @@ static void test_create_capacity_fpp(void **state) {
          * the standard m) whose own rate meets p. */
         double rate, rate_std_m;
         assert_int_equal(info.m_bits % 512, 0);
-        assert_bk_ok(bk_params_fpp_blocked(info.m_bits, k_opt, cases[i].n,
-                                           &rate));
+        assert_bk_ok(
+            bk_params_fpp_blocked(info.m_bits, k_opt, cases[i].n, &rate));
         assert_true(rate <= p);
-        assert_bk_ok(bk_params_fpp_blocked(want_m, k_opt, cases[i].n,
-                                           &rate_std_m));
+        assert_bk_ok(
+            bk_params_fpp_blocked(want_m, k_opt, cases[i].n, &rate_std_m));
         assert_true(info.m_bits == want_m || rate_std_m > p);
         assert_true(info.m_bits >= want_m &&
                     info.m_bits <= round512(want_m + want_m / 2));
@@ -1407,8 +1407,8 @@ static void test_create_bad_arguments(void **state) {
   c = (bk_bloom_config){
       .capacity = 1000, .k = 7, .layout = BK_BLOOM_SPLIT_BLOCK};
   expect_create_einval(&c, "split-block k 7");
-  c = (bk_bloom_config){
-      .m_bits = ((uint64_t)1 << 40) + 1, .layout = BK_BLOOM_SPLIT_BLOCK};
+  c = (bk_bloom_config){.m_bits = ((uint64_t)1 << 40) + 1,
+                        .layout = BK_BLOOM_SPLIT_BLOCK};
   expect_create_einval(&c, "split-block m rounds above 2^40");
   c = (bk_bloom_config){.capacity = 1000, .layout = (bk_bloom_layout)-1};
   expect_create_einval(&c, "layout -1");

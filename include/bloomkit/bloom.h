@@ -70,14 +70,15 @@ typedef enum bk_bloom_layout {
  * split-block filter has k = 8 (k must be 0 or 8).
  */
 typedef struct bk_bloom_config {
-  uint64_t capacity;      /**< expected distinct elements */
-  double fpp;             /**< target false positive probability, in (0, 1) */
-  uint64_t m_bits;        /**< explicit size in bits (overrides capacity) */
-  unsigned k;             /**< explicit number of hash functions, 1..64 */
-  bk_bloom_layout layout; /**< BK_BLOOM_STANDARD (default), BLOCKED, SPLIT_BLOCK */
-  bk_hash_alg hash_alg;   /**< BK_HASH_XXH3 by default; XXH64 allowed */
-  uint64_t seed;          /**< hash seed (32 bits for Murmur3) */
-  bool single_writer;     /**< one adding thread at a time (see above) */
+  uint64_t capacity; /**< expected distinct elements */
+  double fpp;        /**< target false positive probability, in (0, 1) */
+  uint64_t m_bits;   /**< explicit size in bits (overrides capacity) */
+  unsigned k;        /**< explicit number of hash functions, 1..64 */
+  bk_bloom_layout
+      layout; /**< BK_BLOOM_STANDARD (default), BLOCKED, SPLIT_BLOCK */
+  bk_hash_alg hash_alg;          /**< BK_HASH_XXH3 by default; XXH64 allowed */
+  uint64_t seed;                 /**< hash seed (32 bits for Murmur3) */
+  bool single_writer;            /**< one adding thread at a time (see above) */
   const bk_allocator *allocator; /**< NULL: libc */
 } bk_bloom_config;
 
@@ -184,7 +185,8 @@ BK_API bk_status bk_bloom_cardinality(const bk_bloom *b, double *out);
 /**
  * Current false positive probability implied by the fill: (X / m)^k for the
  * standard layout; for the block layouts the mean over blocks of a probe's
- * chance in that block ((set / 512)^k; the product of the eight word fills). Errors: BK_EINVAL. Cost: O(m / 64).
+ * chance in that block ((set / 512)^k; the product of the eight word fills).
+ * Errors: BK_EINVAL. Cost: O(m / 64).
  */
 BK_API bk_status bk_bloom_fill_fpp(const bk_bloom *b, double *out);
 

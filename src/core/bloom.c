@@ -67,8 +67,8 @@ struct bk_bloom {
   uint64_t n_blocks; /* blocked and split-block layouts */
   unsigned k;
   bk_bloom_layout layout;
-  bool simd; /* split-block: the AVX2 path (the CPU has it) */
-  bool single_writer; /* adds from one thread at a time: plain RMW */
+  bool simd;            /* split-block: the AVX2 path (the CPU has it) */
+  bool single_writer;   /* adds from one thread at a time: plain RMW */
   bk_hash_alg hash_alg; /* never BK_HASH_DEFAULT */
   uint64_t seed;
   uint64_t capacity;
@@ -84,10 +84,9 @@ struct bk_bloom {
 static inline __attribute__((always_inline)) bk_hash bloom_hash(
     const bk_bloom *b, const void *key, size_t len) {
   if (BK_LIKELY(b->hash_alg == BK_HASH_XXH3)) {
-    XXH128_hash_t x =
-        len <= 16 ? XXH3_len_0to16_128b((const xxh_u8 *)key, len, XXH3_kSecret,
-                                        b->seed)
-                  : XXH3_128bits_withSeed(key, len, b->seed);
+    XXH128_hash_t x = len <= 16 ? XXH3_len_0to16_128b((const xxh_u8 *)key, len,
+                                                      XXH3_kSecret, b->seed)
+                                : XXH3_128bits_withSeed(key, len, b->seed);
     return (bk_hash){x.low64, x.high64};
   }
   return bk__hash(b->hash_alg, b->seed, key, len);
@@ -149,9 +148,9 @@ static inline bool blocked_add(bk_bloom *b, bk_hash h) {
   BLOCK_POSITIONS(h, b->k, { mask[pos >> 6] |= (uint64_t)1 << (pos & 63); });
   unsigned todo = 0;
   for (unsigned w = 0; w < 8; w++)
-    todo |= (unsigned)((mask[w] & ~__atomic_load_n(&blk[w], __ATOMIC_RELAXED)) !=
-                       0)
-            << w;
+    todo |=
+        (unsigned)((mask[w] & ~__atomic_load_n(&blk[w], __ATOMIC_RELAXED)) != 0)
+        << w;
   bool changed = todo != 0;
   while (todo) {
     unsigned w = (unsigned)__builtin_ctz(todo);
@@ -209,11 +208,12 @@ static inline bool standard_add(bk_bloom *b, bk_hash h) {
   }
   uint64_t todo = 0;
   for (unsigned i = 0; i < k; i++)
-    todo |= (uint64_t)(((__atomic_load_n(&words[idx[i] >> 6], __ATOMIC_RELAXED) >>
-                         (idx[i] & 63)) &
-                        1) ^
-                       1)
-            << i;
+    todo |=
+        (uint64_t)(((__atomic_load_n(&words[idx[i] >> 6], __ATOMIC_RELAXED) >>
+                     (idx[i] & 63)) &
+                    1) ^
+                   1)
+        << i;
   bool changed = todo != 0;
   while (todo) {
     unsigned i = (unsigned)__builtin_ctzll(todo);
@@ -260,12 +260,13 @@ static inline bool split_test_portable(const uint64_t *blk, uint32_t key) {
 
 /* Sets the masks into the block (the shape of blocked_add); returns true
  * when a bit was clear. */
-static inline bool split_set(uint64_t *blk, const uint64_t mask[SPLIT_WORDS64]) {
+static inline bool split_set(uint64_t *blk,
+                             const uint64_t mask[SPLIT_WORDS64]) {
   unsigned todo = 0;
   for (unsigned j = 0; j < SPLIT_WORDS64; j++)
-    todo |= (unsigned)((mask[j] & ~__atomic_load_n(&blk[j], __ATOMIC_RELAXED)) !=
-                       0)
-            << j;
+    todo |=
+        (unsigned)((mask[j] & ~__atomic_load_n(&blk[j], __ATOMIC_RELAXED)) != 0)
+        << j;
   bool changed = todo != 0;
   while (todo) {
     unsigned j = (unsigned)__builtin_ctz(todo);
@@ -298,11 +299,11 @@ __attribute__((target("avx2"))) static inline __m256i split_mask_avx2(
 __attribute__((target("avx2"), always_inline)) static inline bool
 split_test_avx2_inline(const uint64_t *blk, uint32_t key) {
   __m256i mask = split_mask_avx2(key);
-  __m256i v = _mm256_set_epi64x(
-      (long long)__atomic_load_n(&blk[3], __ATOMIC_RELAXED),
-      (long long)__atomic_load_n(&blk[2], __ATOMIC_RELAXED),
-      (long long)__atomic_load_n(&blk[1], __ATOMIC_RELAXED),
-      (long long)__atomic_load_n(&blk[0], __ATOMIC_RELAXED));
+  __m256i v =
+      _mm256_set_epi64x((long long)__atomic_load_n(&blk[3], __ATOMIC_RELAXED),
+                        (long long)__atomic_load_n(&blk[2], __ATOMIC_RELAXED),
+                        (long long)__atomic_load_n(&blk[1], __ATOMIC_RELAXED),
+                        (long long)__atomic_load_n(&blk[0], __ATOMIC_RELAXED));
   return _mm256_testc_si256(v, mask) != 0;
 }
 
@@ -326,7 +327,9 @@ static bool cpu_has_avx2(void) {
   return __builtin_cpu_supports("avx2") != 0;
 }
 #else
-static bool cpu_has_avx2(void) { return false; }
+static bool cpu_has_avx2(void) {
+  return false;
+}
 #endif
 
 static inline bool split_contains(const bk_bloom *b, bk_hash h) {
@@ -542,7 +545,7 @@ static bk_status bloom_new(bk_bloom **out, const bk__alloc *al, uint64_t m,
   b->words = b->bits.words;
   b->m_bits = m;
   b->n_blocks = layout == BK_BLOOM_SPLIT_BLOCK ? m / BK_SPLIT_BLOCK_BITS
-                                              : m / BK_BLOCK_BITS;
+                                               : m / BK_BLOCK_BITS;
   b->simd = layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_avx2();
   b->k = k;
   b->layout = layout;
@@ -730,24 +733,24 @@ static bk_status check_batch(const bk_bloom *b, const void *const *keys,
 }
 
 /* Hash key i + BATCH_AHEAD while probing key i, through a ring of digests. */
-#define BATCH_LOOP(b, keys, lens, n, WRITE, BODY)                             \
-  do {                                                                        \
-    bk_hash ring_[BATCH_AHEAD];                                               \
-    size_t lead_ = (n) < BATCH_AHEAD ? (n) : BATCH_AHEAD;                     \
-    for (size_t i_ = 0; i_ < lead_; i_++) {                                   \
-      ring_[i_] = bloom_hash((b), (keys)[i_], (lens)[i_]);                    \
-      prefetch_key((b), ring_[i_], (WRITE));                                  \
-    }                                                                         \
-    for (size_t i = 0; i < (n); i++) {                                        \
-      bk_hash h = ring_[i % BATCH_AHEAD];                                     \
-      size_t next_ = i + BATCH_AHEAD;                                         \
-      if (next_ < (n)) {                                                      \
-        bk_hash nh_ = bloom_hash((b), (keys)[next_], (lens)[next_]);          \
-        ring_[i % BATCH_AHEAD] = nh_;                                         \
-        prefetch_key((b), nh_, (WRITE));                                      \
-      }                                                                       \
-      BODY;                                                                   \
-    }                                                                         \
+#define BATCH_LOOP(b, keys, lens, n, WRITE, BODY)                    \
+  do {                                                               \
+    bk_hash ring_[BATCH_AHEAD];                                      \
+    size_t lead_ = (n) < BATCH_AHEAD ? (n) : BATCH_AHEAD;            \
+    for (size_t i_ = 0; i_ < lead_; i_++) {                          \
+      ring_[i_] = bloom_hash((b), (keys)[i_], (lens)[i_]);           \
+      prefetch_key((b), ring_[i_], (WRITE));                         \
+    }                                                                \
+    for (size_t i = 0; i < (n); i++) {                               \
+      bk_hash h = ring_[i % BATCH_AHEAD];                            \
+      size_t next_ = i + BATCH_AHEAD;                                \
+      if (next_ < (n)) {                                             \
+        bk_hash nh_ = bloom_hash((b), (keys)[next_], (lens)[next_]); \
+        ring_[i % BATCH_AHEAD] = nh_;                                \
+        prefetch_key((b), nh_, (WRITE));                             \
+      }                                                              \
+      BODY;                                                          \
+    }                                                                \
   } while (0)
 
 bk_status bk_bloom_contains_many(const bk_bloom *b, const void *const *keys,
@@ -814,8 +817,8 @@ bk_status bk_bloom_fill_fpp(const bk_bloom *b, double *out) {
     for (uint64_t blk = 0; blk < b->n_blocks; blk++) {
       double hit = 1.0;
       for (unsigned j = 0; j < SPLIT_WORDS64; j++) {
-        uint64_t w =
-            __atomic_load_n(&b->words[blk * SPLIT_WORDS64 + j], __ATOMIC_RELAXED);
+        uint64_t w = __atomic_load_n(&b->words[blk * SPLIT_WORDS64 + j],
+                                     __ATOMIC_RELAXED);
         hit *= (double)__builtin_popcount((uint32_t)w) / 32.0 *
                ((double)__builtin_popcount((uint32_t)(w >> 32)) / 32.0);
       }
@@ -917,9 +920,9 @@ bk_status bk_bloom_deserialize(const void *buf, size_t len,
                BK_ECORRUPT);
   BK_RETURN_IF(m % layout_unit((bk_bloom_layout)layout) != 0, BK_ECORRUPT);
   BK_RETURN_IF(layout == BK_BLOOM_SPLIT_BLOCK && k != 8, BK_ECORRUPT);
-  BK_RETURN_IF(alg != BK_HASH_XXH3 && alg != BK_HASH_MURMUR3 &&
-                   alg != BK_HASH_XXH64,
-               BK_ECORRUPT);
+  BK_RETURN_IF(
+      alg != BK_HASH_XXH3 && alg != BK_HASH_MURMUR3 && alg != BK_HASH_XXH64,
+      BK_ECORRUPT);
   BK_RETURN_IF(!bk__hash_alg_valid_any((bk_hash_alg)alg, seed), BK_ECORRUPT);
   uint64_t n_words = (m + 63) / 64;
   BK_RETURN_IF(v.payload_len != n_words * 8, BK_ECORRUPT);
