@@ -14,6 +14,9 @@
  *    renormalise and its base (counter dst_base) rises above the source's:
  *    the rows then time the general, shifted path (equal bases, the
  *    fresh case, take about half the time).
+ *    pr_p: bk_bloomclock_log_pr_p of a clock after 200 ticks against one
+ *    that has seen it (the merge and compare rows' pair at first; the
+ *    merge rows move b on, so it is timed on whatever b they left).
  * 2. The Bloom clock that bk_bloomclock_params sizes for p processes at
  *    fpr 1 % (one event per process in the window) against a vector clock
  *    of p = 1024 and 4096: merge and compare time, and wire bytes (as the
@@ -166,6 +169,21 @@ static void bench_compare(bk_bench_state *st, void *arg) {
   bk_bench_counter(st, "wire_bytes", (double)c->wire_len);
 }
 
+static void bench_pr_p(bk_bench_state *st, void *arg) {
+  clock_set *c = arg;
+  if (!build_clocks(c, st)) return;
+  uint64_t n;
+  double acc = 0;
+  while ((n = bk_bench_batch(st)) != 0)
+    for (uint64_t i = 0; i < n; i++) {
+      double lp = 0;
+      bk_bloomclock_log_pr_p(c->a, c->b, &lp);
+      acc += lp;
+    }
+  bk_bench_sink_u64((uint64_t)(acc != acc));
+  bk_bench_counter(st, "log_pr_p", acc / (double)bk_bench_iterations(st));
+}
+
 static bool build_vectors(vector_set *v, bk_bench_state *st) {
   if (v->a) return true;
   bk_status s = bk_vclock_create(&v->a, &(bk_vclock_config){.processes = v->p});
@@ -229,6 +247,7 @@ void bk_bench_register_bloomclock(void) {
     bk_bench_register(name(fmt, m, "receive"), bench_receive, c, &row);
     const char *cp = name(fmt, m, "compare");
     bk_bench_register(cp, bench_compare, c, &row);
+    bk_bench_register(name(fmt, m, "pr_p"), bench_pr_p, c, &row);
     if (m == 4096) {
       /* memcpy moves m bytes (reads m, writes m); merge reads 2m and
        * writes m, compare reads 2m: within 3x of memcpy is bandwidth-bound

@@ -7,10 +7,14 @@ set -eu
 # debhelper, dpkg-dev, lintian: the Debian package test (tests/package);
 # abigail-tools: the ABI check (scripts/abi-check.sh); gnuplot-nox: the
 # experiment commands' --plot (docs/figures/); libbloom-dev: the peer row
-# of `bloomkit compare`.
+# of `bloomkit compare`; redis-server, redis-tools, libhiredis-dev: the
+# Redis module's tests and benchmark (src/redis, tests/redis, bench/redis);
+# memcached, libmemcached-dev: the kBF's comparison against a real memcached
+# (`bloomkit kbf-experiments --memcached`).
 PKGS="build-essential cmake pkg-config clang libxxhash-dev libmurmurhash-dev \
 libbenchmark-dev libcmocka-dev debhelper dpkg-dev lintian abigail-tools \
-gnuplot-nox libbloom-dev"
+gnuplot-nox libbloom-dev redis-server redis-tools libhiredis-dev memcached \
+libmemcached-dev"
 
 missing=""
 for p in $PKGS; do
@@ -19,14 +23,51 @@ for p in $PKGS; do
   fi
 done
 
-if [ -z "$missing" ]; then
-  exit 0
-fi
-
-echo "bootstrap: installing$missing"
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-# shellcheck disable=SC2086
-$SUDO apt-get install -y -qq --no-install-recommends $missing
+
+if [ -n "$missing" ]; then
+  echo "bootstrap: installing$missing"
+  $SUDO apt-get update -qq
+  # shellcheck disable=SC2086
+  $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
+
+# redismodule.h (the Redis module API, src/redis) is in no Debian binary
+# package: take it from the source package of the installed redis-server,
+# downloaded into build-deps/redis (ignored by git, like every build tree)
+# and never committed. CMake looks for build-deps/redis/redismodule.h.
+root=$(cd "$(dirname "$0")/.." && pwd)
+redis_dir="$root/build-deps/redis"
+if [ -f "$redis_dir/redismodule.h" ] ||
+  ! redis_version=$(dpkg-query -W -f='${Version}' redis-server 2>/dev/null); then
+  exit 0
+fi
+# apt-get source needs a deb-src entry beside the existing binary source:
+# a copy of the deb822 .sources file (Debian 12) or of the one-line
+# sources.list entries with the type changed.
+if ! grep -Eqs '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list \
+  /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; then
+  echo "bootstrap: adding deb-src entries for the redis source package"
+  if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+    sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources |
+      $SUDO tee /etc/apt/sources.list.d/bloomkit-deb-src.sources >/dev/null
+  else
+    sed -n 's/^deb /deb-src /p' /etc/apt/sources.list |
+      $SUDO tee /etc/apt/sources.list.d/bloomkit-deb-src.list >/dev/null
+  fi
+  $SUDO apt-get update -qq
+fi
+echo "bootstrap: fetching redismodule.h from the redis $redis_version source"
+mkdir -p "$redis_dir/cache"
+(cd "$redis_dir/cache" &&
+  apt-get source -qq --download-only "redis=$redis_version" 2>&1 |
+  grep -v 'unsandboxed' || true)
+orig=$(ls "$redis_dir"/cache/redis_*.orig.tar.* 2>/dev/null | head -n 1)
+if [ -z "$orig" ]; then
+  echo "bootstrap: could not download the redis $redis_version source package" >&2
+  exit 1
+fi
+tar -xOf "$orig" --wildcards '*/src/redismodule.h' >"$redis_dir/redismodule.h.tmp"
+mv "$redis_dir/redismodule.h.tmp" "$redis_dir/redismodule.h"

@@ -12,7 +12,7 @@
 #                  tests/fuzz/make_seeds.c (after a deliberate format change)
 #                  and stop
 #   kind...        some of: bits counters bloom fbf rbf idem cbf scbf bloomclock
-#                  vclock (default: all)
+#                  vclock kbf (default: all)
 # Env: BK_FUZZ_BUILD (default build-fuzz), BK_FUZZ_NICE (default 10).
 #
 # Each target uses -timeout=2, so a call that runs long is a finding, keeps
@@ -38,13 +38,13 @@ while [ $# -gt 0 ]; do
   --jobs) jobs=${2:?--jobs needs a number}; shift 2 ;;
   --regen-seeds) regen=1; shift ;;
   -h | --help) sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  bits | counters | bloom | fbf | rbf | idem | cbf | scbf | bloomclock | vclock) kinds="$kinds $1"; shift ;;
+  bits | counters | bloom | fbf | rbf | idem | cbf | scbf | bloomclock | vclock | kbf) kinds="$kinds $1"; shift ;;
   *) echo "fuzz.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 case "$minutes" in '' | *[!0-9]*) echo "fuzz.sh: --minutes takes whole minutes" >&2; exit 2 ;; esac
 case "$jobs" in '' | 0 | *[!0-9]*) echo "fuzz.sh: --jobs takes a positive number" >&2; exit 2 ;; esac
-[ -n "$kinds" ] || kinds="bits counters bloom fbf rbf idem cbf scbf bloomclock vclock"
+[ -n "$kinds" ] || kinds="bits counters bloom fbf rbf idem cbf scbf bloomclock vclock kbf"
 
 sh scripts/bootstrap.sh
 command -v clang >/dev/null || { echo "fuzz.sh: needs clang" >&2; exit 2; }

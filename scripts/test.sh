@@ -36,7 +36,7 @@ if [ "$fuzz_seconds" -gt 0 ] && command -v clang >/dev/null 2>&1; then
     -DBK_BUILD_FUZZ=ON -DBK_BUILD_BENCH=OFF -DBK_BUILD_TESTS=ON \
     -DBUILD_SHARED_LIBS=OFF >/dev/null
   cmake --build "$fbuild" -j2 --target bk_fuzz_all
-  for kind in bloom bits counters fbf rbf idem cbf scbf bloomclock vclock; do
+  for kind in bloom bits counters fbf rbf idem cbf scbf bloomclock vclock kbf; do
     f="$fbuild/tests/fuzz/fuzz_${kind}_deserialize"
     echo "fuzz: $(basename "$f") for ${fuzz_seconds}s"
     # New inputs go to a scratch corpus; the committed seeds stay as they are.

@@ -22,6 +22,7 @@
 #include "bloomkit/counters.h"
 #include "bloomkit/fbf.h"
 #include "bloomkit/idem.h"
+#include "bloomkit/kbf.h"
 #include "bloomkit/rbf.h"
 #include "core/internal.h"
 
@@ -551,3 +552,49 @@ const char *bk_test_codec_check_accepted(const bk_test_codec *c,
   c->destroy(obj);
   return why;
 }
+
+/* ---- kbf ----------------------------------------------------------------- */
+
+static const char *kbf_exercise(void *obj, uint64_t seed) {
+  bk_kbf *f = obj;
+  bk_kbf_info info;
+  EX_CHECK(bk_kbf_info_get(f, &info) == BK_OK);
+  EX_CHECK(info.k >= 1 && info.k <= 64 && info.m_cells >= 1);
+  EX_CHECK(info.n_values <= info.max_values);
+  EX_CHECK(info.saturated <= info.nonzero && info.nonzero <= info.m_cells);
+  /* Every stored value reads back. */
+  for (uint32_t i = 0; i < info.n_values; i++) {
+    const void *v;
+    size_t len;
+    EX_CHECK(bk_kbf_value(f, i, &v, &len) == BK_OK);
+  }
+  /* A fresh key with a fresh value: insert, query, update, delete. Any
+   * answer may be "not decodable" in a crowded filter, never a wrong value
+   * (a false positive is possible for the fresh key before its insert). */
+  bk_kbf_result r;
+  uint32_t index = 0;
+  const void *v;
+  size_t len;
+  bk_status s = bk_kbf_insert(f, &seed, sizeof seed, "exercise", 8);
+  EX_CHECK(s == BK_OK || s == BK_EFULL);
+  if (s == BK_OK) {
+    EX_CHECK(bk_kbf_query(f, &seed, sizeof seed, &r, &v, &len) == BK_OK);
+    EX_CHECK(r != BK_KBF_ABSENT);
+    EX_CHECK(r != BK_KBF_FOUND || (len == 8 && memcmp(v, "exercise", 8) == 0));
+    s = bk_kbf_update(f, &seed, sizeof seed, "exercise", 8);
+    EX_CHECK(s == BK_OK || s == BK_EUNDECODABLE);
+    bk_hash h;
+    EX_CHECK(bk_kbf_hash(f, &seed, sizeof seed, &h) == BK_OK);
+    EX_CHECK(bk_kbf_intern(f, "exercise", 8, &index) == BK_OK ||
+             info.n_values == info.max_values);
+    s = bk_kbf_delete(f, &seed, sizeof seed);
+    EX_CHECK(s == BK_OK || s == BK_EUNDECODABLE);
+  }
+  s = bk_kbf_delete(f, "never added", 11);
+  EX_CHECK(s == BK_OK || s == BK_ENOTFOUND || s == BK_EUNDECODABLE);
+  s = bk_kbf_compress(f);
+  EX_CHECK(s == BK_OK || s == BK_ESTATE);
+  return NULL;
+}
+BK_TEST_CODEC_ADAPTERS(kbf)
+BK_TEST_CODEC(kbf, BK__TYPE_KBF, 1, true, NULL);

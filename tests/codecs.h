@@ -61,6 +61,7 @@ extern const bk_test_codec bk_test_codec_cbf;
 extern const bk_test_codec bk_test_codec_scbf;
 extern const bk_test_codec bk_test_codec_bloomclock;
 extern const bk_test_codec bk_test_codec_vclock;
+extern const bk_test_codec bk_test_codec_kbf;
 
 /* Rewrite the XXH3-64 trailer of blob[0, len) (len >= 8) after an edit, so
  * the edit reaches the field validation behind the checksum. */

@@ -732,9 +732,14 @@ static void test_params(void **state) {
       "params p=%u: m=%llu k=%u, fp rate %.4f (formula %.4f, "
       "target %.3f)\n",
       p, (unsigned long long)m, k, rate, want, target);
-  /* 5 standard deviations; the Bloom formula assumes the k positions of
-   * y's event are independent of z's, which they are (distinct events). */
-  assert_true(fabs(rate - want) < 5 * sd + 0.005);
+  /* Within 5 standard deviations of the Bloom formula (a false failure
+   * once in 1.7 million runs): y's k positions are independent of the
+   * other events' (distinct events, one hash each). The formula asks for
+   * one increment of z on each of y's counters; when y's event hits a
+   * counter twice (probability about k^2 / 2m = 1 %) z needs two there,
+   * so the true rate is a little below the formula (measured 0.0435
+   * against 0.0498 at the default seed, 1.3 sd). */
+  assert_true(fabs(rate - want) < 5 * sd);
   assert_true(rate < target + 5 * sd);
   bk_bloomclock_destroy(y);
   bk_bloomclock_destroy(z);
@@ -825,6 +830,25 @@ static void test_wire_roundtrip_and_hostile(void **state) {
                               "m beyond the payload");
     bk_test_codec_expect_edit(cd, blob, len, 30, 1, 0, BK_ECORRUPT,
                               "hash algorithm 0");
+    bk_test_codec_expect_edit(cd, blob, len, 48, 8, 0, BK_ECORRUPT,
+                              "counters but no event");
+    bk_test_codec_expect_edit(cd, blob, len, 48, 8, 1, BK_OK,
+                              "one event, merged counters");
+    /* A fresh clock: zero counters with events 0 and base 0 only. */
+    bk_bloomclock *fresh = make_bc(37, 3, width, 1);
+    size_t flen;
+    unsigned char *fb =
+        bk_test_serialize(&bk_test_codec_bloomclock, fresh, &flen);
+    assert_bk_status(bk_test_codec_load(cd, fb, flen, NULL), BK_OK);
+    bk_test_codec_expect_edit(cd, fb, flen, 48, 8, 3, BK_ECORRUPT,
+                              "events without counters");
+    bk_test_codec_expect_edit(cd, fb, flen, 56, 8, 5, BK_ECORRUPT,
+                              "a base without events");
+    bk_test_codec_expect_edit(cd, fb, flen, 64, 1, 1, BK_ECORRUPT,
+                              "a counter without events");
+    bk_test_codec_hostile(cd, fresh, seed ^ width);
+    free(fb);
+    bk_bloomclock_destroy(fresh);
     if (width == 8) /* 37 counters in 40 bytes: the last 3 are padding */
       bk_test_codec_expect_edit(cd, blob, len, 64 + 37, 1, 1, BK_ECORRUPT,
                                 "padding");
@@ -866,6 +890,18 @@ static void test_vclock(void **state) {
   assert_bk_status(bk_vclock_tick(NULL), BK_EINVAL);
   assert_bk_status(bk_vclock_merge(NULL, a), BK_EINVAL);
   assert_int_equal(bk_vclock_processes(NULL), 0);
+  /* Hostile or foreign bytes on the receive path leave the clock alone. */
+  const uint64_t sum_before = bk_vclock_sum(b);
+  for (size_t cut = 0; cut < len; cut += 5)
+    assert_bk_status(bk_vclock_receive(b, blob + 1, cut), BK_ECORRUPT);
+  size_t blen;
+  assert_bk_ok(bk_vclock_serialized_size(big, &blen));
+  unsigned char *bb = malloc(blen);
+  assert_bk_ok(bk_vclock_serialize(big, bb, blen, &w));
+  assert_bk_status(bk_vclock_receive(b, bb, w), BK_EMISMATCH);
+  assert_bk_status(bk_vclock_receive(NULL, bb, w), BK_EINVAL);
+  free(bb);
+  assert_int_equal(bk_vclock_sum(b), sum_before);
   bk_test_codec_arguments(&bk_test_codec_vclock, b);
   bk_test_codec_hostile(&bk_test_codec_vclock, b, seed);
   /* An entry at 2^32 - 1 cannot tick: BK_ERANGE, nothing changes. */

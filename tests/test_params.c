@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bloomkit/params.h"
+#include "core/internal.h"
 #include "testutil.h"
 
 #define LN2L 0.693147180559945309417232121458176568L
@@ -750,6 +751,87 @@ static void test_bits_per_element(void **state) {
     assert_bk_status(bk_params_bits_per_element(bad_p[i], &out), BK_EINVAL);
 }
 
+/* ---- bk__m_search: the sizing search of the block layouts ------------ */
+
+typedef struct {
+  unsigned calls;
+  double c; /* rate c / m, or a constant when c < 0 */
+} search_probe;
+
+static bk_status counted_rate(uint64_t m, const void *ctx, double *out) {
+  search_probe *s = (search_probe *)ctx;
+  s->calls++;
+  *out = s->c < 0 ? -s->c : s->c / (double)m;
+  return BK_OK;
+}
+
+/* The candidates the search documents (m_start rounded up to unit, then
+ * steps of about 1/64), walked one by one: the reference it must agree
+ * with, since filters already sized by the walk must keep their size. */
+static bk_status walk(uint64_t m_start, uint64_t unit, uint64_t m_max,
+                      double fpp, search_probe *s, uint64_t *out) {
+  uint64_t m = m_start < unit ? unit : (m_start + unit - 1) / unit * unit;
+  for (unsigned it = 0; it < 1024; it++) {
+    if (m > m_max) return BK_EINVAL;
+    double p;
+    BK_TRY(counted_rate(m, s, &p));
+    if (p <= fpp) {
+      *out = m;
+      return BK_OK;
+    }
+    uint64_t next = m + m / 64;
+    m = (next + unit - 1) / unit * unit;
+    if (m == next - m / 64) m += unit;
+  }
+  return BK_EINVAL;
+}
+
+static void test_m_search_bisects(void **state) {
+  (void)state;
+  /* A target out of reach: the walk took 1024 evaluations (each can cost
+   * milliseconds for the blocked rate, on every filter a loader sizes);
+   * bisection over the same 1024 candidates takes at most 11. */
+  search_probe s = {0, -0.5};
+  uint64_t m = 0;
+  assert_bk_status(bk__m_search(1000, 512, (uint64_t)1 << 40, 0.01,
+                                counted_rate, &s, &m),
+                   BK_EINVAL);
+  assert_true(s.calls <= 11);
+  assert_int_equal(m, 0);
+  search_probe w = {0, -0.5};
+  assert_bk_status(walk(1000, 512, (uint64_t)1 << 40, 0.01, &w, &m),
+                   BK_EINVAL);
+  assert_int_equal(w.calls, 1024);
+
+  /* Reachable targets, units and starts of every size: the same m as the
+   * walk, in at most 11 evaluations. */
+  const uint64_t units[] = {1, 8, 256, 512, 4096};
+  const uint64_t starts[] = {0, 1, 63, 64, 1000, 123457, 1u << 20};
+  const double targets[] = {0.5, 0.01, 1e-3, 1e-6};
+  for (size_t u = 0; u < sizeof units / sizeof *units; u++)
+    for (size_t a = 0; a < sizeof starts / sizeof *starts; a++)
+      for (size_t t = 0; t < sizeof targets / sizeof *targets; t++) {
+        search_probe x = {0, 1000.0}, y = {0, 1000.0};
+        uint64_t got = 0, want = 0;
+        bk_status sg = bk__m_search(starts[a], units[u], (uint64_t)1 << 40,
+                                    targets[t], counted_rate, &x, &got);
+        bk_status sw = walk(starts[a], units[u], (uint64_t)1 << 40,
+                            targets[t], &y, &want);
+        assert_int_equal(sg, sw);
+        assert_int_equal(got, want);
+        assert_true(x.calls <= 11);
+      }
+
+  /* m_max below the answer, or below the start: BK_EINVAL either way. */
+  search_probe z = {0, 1000.0};
+  assert_bk_status(bk__m_search(512, 512, 4096, 1e-6, counted_rate, &z, &m),
+                   BK_EINVAL);
+  assert_bk_status(bk__m_search(8192, 512, 4096, 0.5, counted_rate, &z, &m),
+                   BK_EINVAL);
+  assert_bk_status(bk__m_search(512, 0, 4096, 0.5, counted_rate, &z, &m),
+                   BK_EINVAL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_optimal_hand_computed),
@@ -769,6 +851,7 @@ int main(void) {
       cmocka_unit_test(test_p_capacity_huge),
       cmocka_unit_test(test_p_capacity_invalid),
       cmocka_unit_test(test_bits_per_element),
+      cmocka_unit_test(test_m_search_bisects),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -150,10 +150,12 @@ BK_API bk_status bk_bloomclock_compare(const bk_bloomclock *y,
  *   prod_i (1 - sum_{l < B_y[i]} b(l, n, 1/m)) = prod_i P(Bin(n, 1/m) >=
  * B_y[i]). *out_log receives its natural logarithm (-INFINITY when it is 0),
  * computed in log space so it never underflows. A saturated counter counts as
- * its lower bound, base + max. Cost O(m + D T): D distinct counter values of y
- * (at most 256 for 8-bit counters), T <= min(B_y[i], 16 sd + 64) terms each,
- * sd = sqrt(n (1/m)(1 - 1/m)); past sd = 4096 a normal approximation with
- * continuity correction is used (docs/design.md 3.11a). Errors: BK_EINVAL,
+ * its lower bound, base + max. Cost O(m + sum B_y): one tail sum per
+ * distinct counter value of y (at most 256 for 8-bit counters), each of at
+ * most min(B_y[i], 16 sd) + 64 terms, sd = sqrt(n (1/m)(1 - 1/m)) <= B_y[i]
+ * where the upper tail is summed; past sd = 4096 a normal approximation with
+ * continuity correction replaces the sums, so the cost is bounded whatever a
+ * loaded clock holds (docs/design.md 3.11a). Errors: BK_EINVAL,
  * BK_EMISMATCH.
  */
 BK_API bk_status bk_bloomclock_log_pr_p(const bk_bloomclock *y,

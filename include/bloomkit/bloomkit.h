@@ -17,5 +17,6 @@
 #include "bloomkit/rbf.h"
 #include "bloomkit/idem.h"
 #include "bloomkit/bloomclock.h"
+#include "bloomkit/kbf.h"
 
 #endif

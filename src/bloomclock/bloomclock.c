@@ -17,16 +17,16 @@
  *
  * Merge and compare work on the counters directly, shifting the clock with
  * the smaller base by the difference of the bases (clamped to MAX) with
- * saturating arithmetic; the loops are written as branch-free selects over
- * one element type so the compiler vectorises them (SSE2 psubusb/pmaxub for
- * 8-bit counters at -O2 -ftree-vectorize, which RelWithDebInfo enables).
+ * saturating arithmetic. For 8-bit counters they run as SSE2 or, where the
+ * CPU has it (checked at run time), AVX2 saturating byte operations; the
+ * portable branch-free loops serve the other widths, other CPUs and the
+ * last partial block (the "kernels" section below).
  *
  * Event hashing: event x of process i is the 16 bytes
  * [i as u64 LE][x as u64 LE] hashed once with the clock's algorithm and
  * seed; the k counters are bk__indices(h, k, m) (enhanced double hashing,
  * as bk_bloom), with repetition allowed.
  */
-#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -810,6 +810,14 @@ static bk_status bc_parse(const void *buf, size_t len, bc_view *v) {
   BK_RETURN_IF(fv.payload_len != payload, BK_ECORRUPT);
   const size_t used = (size_t)(v->m * (v->width / 8));
   BK_RETURN_IF(!bk__all_zero(fv.payload + used, payload - used), BK_ECORRUPT);
+  /* Reachable states only: a clock that never ticked (events 0; a merge
+   * ticks too) is the zero clock, base 0; one that ticked has a counter
+   * above zero (a tick raises k counters, renormalising leaves the one that
+   * triggered it at 1 or more, a merge is followed by a tick, and nothing
+   * else lowers a counter). */
+  const bool zero = bk__all_zero(fv.payload, used);
+  BK_RETURN_IF(zero != (v->events == 0), BK_ECORRUPT);
+  BK_RETURN_IF(v->events == 0 && v->base != 0, BK_ECORRUPT);
   v->counters = fv.payload;
   return BK_OK;
 }

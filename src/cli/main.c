@@ -11,6 +11,7 @@
 
 #include "bloomkit/common.h"
 #include "cli/cli.h"
+#include "cli/kbf_apps.h"
 #include "cli/opts.h"
 
 static const bk_cli_subcommand subcommands[] = {
@@ -25,9 +26,18 @@ static const bk_cli_subcommand subcommands[] = {
     {"fbf-experiments",
      "reproduce the FBF thesis' Fig. 6.1-6.6 (false positive experiments)",
      bk_cli_fbf_experiments},
+    {"kbf-apps",
+     "the kBF in use: `kbf-apps acsm` (TCP flow state, kBF paper Figs. "
+     "24-25), `kbf-apps memcached` (Figs. 15-16)",
+     bk_cli_kbf_apps},
+    {"kbf-experiments",
+     "reproduce the kBF paper's Figs. 2-5, 7-14, 17-18 (encodings, "
+     "capacity, error ratios of every operation)",
+     bk_cli_kbf_experiments},
     {"sim",
      "simulations: `sim counters`, idempotent counters under retries "
-     "(thesis Fig. 6.7, 6.9); `sim clocks`, Bloom against vector clocks",
+     "(thesis Fig. 6.7, 6.9); `sim clocks`, Bloom against vector clocks; "
+     "`sim dkbf`, d-kBF load balancing",
      bk_cli_sim},
 };
 

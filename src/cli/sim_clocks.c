@@ -50,7 +50,9 @@
 #include "cli/plot.h"
 
 #define PROG "bloomkit sim clocks"
-#define MAX_P 65536u
+/* Every process holds a vector clock of p entries: p^2 * 4 bytes, 1 GiB at
+ * the cap. */
+#define MAX_P 16384u
 #define MAX_SWEEP 32
 #define N_DIST 40
 
@@ -94,6 +96,9 @@ typedef struct result {
   bucket dist[N_DIST];
   size_t bloom_bytes, vector_bytes;
   uint64_t saturated;
+  /* Distances of the concurrent sampled pairs: how far apart concurrent
+   * events get, the window bk_bloomclock_params needs. */
+  uint64_t n_concurrent, d50, d90, d99;
 } result;
 
 static uint64_t next(uint64_t *s) {
@@ -177,8 +182,10 @@ static unsigned dist_bucket(uint64_t d) {
 }
 
 /* Evaluate one ordered pair into t (and the distance buckets if given). */
+/* *conc_d (may be NULL) receives the distance of a concurrent pair, and
+ * UINT64_MAX for any other. */
 static int evaluate(const record *y, const record *z, bool with_pr, tally *t,
-                    bucket *dist, uint64_t m, unsigned k) {
+                    bucket *dist, uint64_t m, unsigned k, uint64_t *conc_d) {
   bk_causality truth, got;
   uint64_t d;
   if (bk_vclock_compare(y->v, z->v, &truth) != BK_OK ||
@@ -187,6 +194,7 @@ static int evaluate(const record *y, const record *z, bool with_pr, tally *t,
     return 1;
   const bool pos = got == BK_CAUSAL_BEFORE || got == BK_CAUSAL_EQUAL;
   const bool real = truth == BK_CAUSAL_BEFORE;
+  if (conc_d) *conc_d = truth == BK_CAUSAL_CONCURRENT ? d : UINT64_MAX;
   if (real && !pos) {
     fprintf(stderr, PROG ": FALSE NEGATIVE: the Bloom clock missed y -> z\n");
     return 1;
@@ -232,6 +240,11 @@ static int evaluate(const record *y, const record *z, bool with_pr, tally *t,
   return 0;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+  const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
 static int run(const options *o, result *res) {
   int status = 1;
   const uint64_t p = o->p, n_events = o->p * o->events_per_process;
@@ -255,6 +268,7 @@ static int run(const options *o, result *res) {
   size_t n_sampled = 0, n_slice = 0;
   unsigned char *wire = NULL;
   size_t wire_cap = 0;
+  uint64_t *conc = NULL;
   if (!B || !V || !in || !g.adj || !g.deg || !g.cap || !sampled || !slice) {
     fprintf(stderr, PROG ": out of memory\n");
     goto fail;
@@ -360,15 +374,31 @@ static int run(const options *o, result *res) {
     res->saturated += info.saturated;
   }
   /* Sampled pairs. */
-  if (n_sampled >= 2)
+  if (n_sampled >= 2 && o->pairs) {
+    conc = malloc(o->pairs * sizeof *conc);
+    if (!conc) {
+      fprintf(stderr, PROG ": out of memory\n");
+      goto fail;
+    }
+  }
+  if (conc)
     for (uint64_t q = 0; q < o->pairs; q++) {
       const uint64_t a = below(&samp, n_sampled);
       uint64_t b = below(&samp, n_sampled - 1);
       if (b >= a) b++;
+      uint64_t d;
       if (evaluate(&sampled[a], &sampled[b], q < o->pr_pairs, &res->sampled,
-                   res->dist, o->m, o->k))
+                   res->dist, o->m, o->k, &d))
         goto fail;
+      if (d != UINT64_MAX) conc[res->n_concurrent++] = d;
     }
+  if (res->n_concurrent) {
+    qsort(conc, res->n_concurrent, sizeof *conc, cmp_u64);
+    const uint64_t n = res->n_concurrent;
+    res->d50 = conc[(n - 1) / 2];
+    res->d90 = conc[(n - 1) * 9 / 10];
+    res->d99 = conc[(n - 1) * 99 / 100];
+  }
   /* Every ordered pair of the slice; pr_p on a spread-out subset of them. */
   const uint64_t slice_pairs = (uint64_t)n_slice * (n_slice ? n_slice - 1 : 0);
   const uint64_t pr_every =
@@ -379,8 +409,8 @@ static int run(const options *o, result *res) {
       if (a == b) continue;
       const bool with_pr = pr_every && idx % pr_every == 0;
       idx++;
-      if (evaluate(&slice[a], &slice[b], with_pr, &res->slice, NULL, o->m,
-                   o->k))
+      if (evaluate(&slice[a], &slice[b], with_pr, &res->slice, NULL, o->m, o->k,
+                   NULL))
         goto fail;
     }
   status = 0;
@@ -398,6 +428,7 @@ fail:
   for (size_t i = 0; sampled && i < n_sampled; i++) record_free(&sampled[i]);
   for (size_t i = 0; slice && i < n_slice; i++) record_free(&slice[i]);
   free(wire);
+  free(conc);
   free(B);
   free(V);
   free(in);
@@ -505,6 +536,22 @@ static void print_text(const options *o, const result *r) {
            x.accuracy, x.precision, x.recall, x.fpr, x.est_accuracy,
            x.est_precision, x.est_fpr, x.mean_pr);
   }
+  if (r->n_concurrent) {
+    const uint64_t ev = (r->d99 + r->p - 1) / r->p;
+    uint64_t pm = 0;
+    unsigned pk = 0;
+    printf("\nconcurrent sampled pairs: %" PRIu64
+           "; events z has seen that y "
+           "has not: median %" PRIu64 ", 90 %% %" PRIu64 ", 99 %% %" PRIu64
+           " (%" PRIu64 " per process)\n",
+           r->n_concurrent, r->d50, r->d90, r->d99, ev);
+    if (bk_bloomclock_params(r->p, ev, o->target_fpr, &pm, &pk) == BK_OK)
+      printf("bk_bloomclock_params(%" PRIu64 ", %" PRIu64
+             ", %g) for that "
+             "window (worst case, y one event ahead): m = %" PRIu64
+             ", k = %u\n",
+             r->p, ev, o->target_fpr, pm, pk);
+  }
   printf(
       "\nby distance (events z has seen that y has not), sampled "
       "pairs:\n" DIST_HEADER "\n");
@@ -585,7 +632,8 @@ static int plot_distance(const options *o, const result *r) {
 }
 
 static int plot_sweep(const options *o, const char *name, const char *x,
-                      const char *xlabel, const char *csv_text) {
+                      const char *xlabel, const char *title,
+                      const char *csv_text) {
   char file[64];
   snprintf(file, sizeof file, "%s.csv", name);
   char *path = join(o->plot_dir, file);
@@ -601,10 +649,10 @@ static int plot_sweep(const options *o, const char *name, const char *x,
   bk_plot_figure fig = {
       .name = name,
       .csv = path,
-      .title = "Bloom clock false positive rate, sampled pairs",
+      .title = title,
       .x = x,
       .xlabel = xlabel,
-      .ylabel = "fpr = FP / (FP + TN)",
+      .ylabel = "rate",
       .logx = true,
       .logy = true,
       .key = "bottom left",
@@ -728,10 +776,18 @@ static int sim_clocks(int argc, char **argv) {
       (o.n_sweep_m > 0) + (o.n_sweep_k > 0) + (o.n_sweep_p > 0);
   if (n_sweeps > 1)
     return bk_cli_usage_error(stderr, PROG, "one sweep at a time");
-  if (o.plot_dir && bk_plot_make_dir(PROG, o.plot_dir, stderr)) return 1;
-  const bool plot = o.plot_dir && bk_plot_available();
-  if (o.plot_dir && !plot)
-    fprintf(stderr, PROG ": gnuplot not found: no pictures\n");
+  const double *lists[3] = {o.sweep_m, o.sweep_k, o.sweep_p};
+  const size_t counts[3] = {o.n_sweep_m, o.n_sweep_k, o.n_sweep_p};
+  static const char *const list_names[3] = {"--sweep-m", "--sweep-k",
+                                            "--sweep-p"};
+  for (int l = 0; l < 3; l++)
+    for (size_t i = 0; i < counts[l]; i++)
+      if (lists[l][i] != floor(lists[l][i]))
+        return bk_cli_usage_error(stderr, PROG,
+                                  "%s: '%g' is not a whole number",
+                                  list_names[l], lists[l][i]);
+  if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
+  const bool plot = o.plot_dir != NULL;
   result *res = malloc(sizeof *res);
   if (!res) return 1;
   status = 1;
@@ -789,7 +845,22 @@ static int sim_clocks(int argc, char **argv) {
              o.n_sweep_m   ? "m (counters)"
              : o.n_sweep_k ? "k (hashes per event)"
                            : "p (processes)");
-    if (plot_sweep(&o, name, what, xlabel, csv)) {
+    char title[160];
+    if (o.n_sweep_m)
+      snprintf(title, sizeof title,
+               "Bloom clock against m: p = %" PRIu64 ", k = %u, sampled pairs",
+               res->p, res->k);
+    else if (o.n_sweep_k)
+      snprintf(title, sizeof title,
+               "Bloom clock against k: p = %" PRIu64 ", m = %" PRIu64
+               ", sampled pairs",
+               res->p, res->m);
+    else
+      snprintf(title, sizeof title,
+               "Bloom clock against p, (m, k) from bk_bloomclock_params "
+               "for fpr %g: sampled pairs",
+               o.target_fpr);
+    if (plot_sweep(&o, name, what, xlabel, title, csv)) {
       free(csv);
       goto done;
     }

@@ -4,7 +4,7 @@
  * thesis chapter 5 and Sec. 6.4: Fig. 6.7, counters with and without an FBF;
  * Fig. 6.9, an FBF against a Recyclable Bloom Filter of equal memory), run
  * on bk_idem in simulated time. `bloomkit sim` is the dispatcher: its first
- * argument names the simulation (only `counters` so far).
+ * argument names the simulation (`counters` here; `dkbf` in sim_dkbf.c).
  *
  * The model. Time is simulated in milliseconds. `--ops` original increments
  * arrive at the server following the load shape (below); op i goes to a
@@ -1251,6 +1251,10 @@ static const bk_cli_subcommand simulations[] = {
      "Bloom clocks against vector clocks on a simulated execution "
      "(issue #12)",
      bk_cli_sim_clocks},
+    {"dkbf",
+     "d-kBF slab load balancing: Algorithm 8 over random settings (kBF "
+     "paper Figs. 20-23)",
+     bk_cli_sim_dkbf},
 };
 
 int bk_cli_sim(int argc, char **argv) {

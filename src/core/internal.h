@@ -150,7 +150,7 @@ enum {
   BK__TYPE_SCBF_FILE = 9, /* bk_scbf's file header (cbf/scbf.c) */
   BK__TYPE_BLOOMCLOCK = 10,
   BK__TYPE_VCLOCK = 11,
-  /* 12 and 13: kbf (issue #8) */
+  BK__TYPE_KBF = 12,
 };
 
 /* Writes the 24-byte prefix. */
@@ -185,8 +185,9 @@ BK_API bk_status bk__fpp_blocked_cells(uint64_t m, unsigned B, unsigned k,
 /* The least m (a multiple of `unit`, from m_start upwards in steps of about
  * 1/64, at most m_max) whose rate fpp_of(m) meets fpp: how a layout whose
  * rate has no closed-form inverse (blocked, split-block, bk_cbf's blocked
- * counters) is sized by (capacity, fpp). BK_EINVAL when m would pass m_max
- * or fpp is not reached in 1024 steps. */
+ * counters) is sized by (capacity, fpp). The rate must fall as m grows: the
+ * candidates are bisected, at most 11 calls of fpp_of. BK_EINVAL when m
+ * would pass m_max or fpp is not reached in 1024 steps. */
 typedef bk_status (*bk__fpp_of_m)(uint64_t m, const void *ctx, double *out);
 BK_API bk_status bk__m_search(uint64_t m_start, uint64_t unit, uint64_t m_max,
                               double fpp, bk__fpp_of_m fpp_of, const void *ctx,

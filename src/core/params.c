@@ -196,26 +196,49 @@ bk_status bk_params_fpp_split_block(uint64_t m_bits, uint64_t n,
   return BK_OK;
 }
 
+/* The candidates: m_start rounded up to `unit`, then steps of about 1/64
+ * (each rounded up to `unit`), at most 1024 of them and none above m_max:
+ * the sequence the search used to walk, so sizes are what they were. The
+ * rate falls as m grows, so the first candidate that meets fpp is found by
+ * bisection over the candidates' indices: at most 11 evaluations where
+ * walking them could take 1024. An evaluation of the
+ * blocked rate can cost milliseconds (its exact occupancy sum), and a
+ * loader sizes every filter of a hostile file through here: walking made
+ * one scbf blob take seconds to load (found by the fuzz run). */
+#define M_SEARCH_STEPS 1024u
+
 bk_status bk__m_search(uint64_t m_start, uint64_t unit, uint64_t m_max,
                        double fpp, bk__fpp_of_m fpp_of, const void *ctx,
                        uint64_t *out) {
   BK_RETURN_IF(!out || !fpp_of || unit == 0, BK_EINVAL);
+  uint64_t cand[M_SEARCH_STEPS];
+  size_t n = 0;
   uint64_t m = m_start < unit ? unit : (m_start + unit - 1) / unit * unit;
-  for (unsigned it = 0; it < 1024; it++) {
-    BK_RETURN_IF(m > m_max, BK_EINVAL);
-    double p;
-    BK_TRY(fpp_of(m, ctx, &p));
-    if (p <= fpp) {
-      *out = m;
-      return BK_OK;
-    }
-    /* Steps of about 1/64: at most ~1.6 % more bits than the least m that
-     * meets fpp, in a few dozen evaluations even from far below. */
+  /* m_max is at most 2^40-odd (the layouts' limits): no step overflows. */
+  BK_RETURN_IF(m_max > UINT64_MAX / 2 || m_start > m_max, BK_EINVAL);
+  while (n < M_SEARCH_STEPS && m <= m_max) {
+    cand[n++] = m;
     uint64_t next = m + m / 64;
     m = (next + unit - 1) / unit * unit;
-    if (m == next - m / 64) m += unit;
+    if (m == next - m / 64) m += unit; /* (small m: no growth otherwise) */
   }
-  return BK_EINVAL; /* fpp out of reach (a floor of the layout) */
+  BK_RETURN_IF(n == 0, BK_EINVAL);
+  /* Invariant: cand[hi] meets fpp (hi == n: none known to), none below lo
+   * does. */
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    double p;
+    BK_TRY(fpp_of(cand[mid], ctx, &p));
+    if (p <= fpp)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  /* fpp out of reach below m_max or in 1024 steps (a floor of the layout) */
+  BK_RETURN_IF(hi == n, BK_EINVAL);
+  *out = cand[hi];
+  return BK_OK;
 }
 
 bk_status bk_params_p_capacity(uint64_t m_bits, double p, uint64_t *out) {

@@ -4,7 +4,8 @@
 # `bloomkit sim clocks` on small executions (a few seconds in all): the
 # table's and the CSV's shape, recall 1 and no false negative on every
 # topology, a run reproducible from its seed, a sweep's rows, --table,
-# usage errors (exit 2) and, when gnuplot is installed, --plot's PNGs.
+# usage errors (exit 2), --plot's PNGs when gnuplot is installed and its
+# refusal (exit 1) when it is not on PATH.
 # Usage: test_cli_sim_clocks.sh path/to/bloomkit
 set -u
 BK=${1:?usage: test_cli_sim_clocks.sh path/to/bloomkit}
@@ -52,7 +53,7 @@ grep -q '^1024,1,0.01,1024,9824,7,' "$TMP/out" || fail "p = 1024 row: $(grep '^1
 
 for bad in "--internal 0.7 --send 0.5" "--delay-min 3 --delay-max 1" \
            "--counter-bits 12" "--processes 1" "--sweep-m 8 --sweep-k 2" \
-           "--topology star"; do
+           "--topology star" "--sweep-m 64,96.5"; do
   CASE="usage error: $bad"
   "$BK" sim clocks $bad >"$TMP/out" 2>"$TMP/err"
   st=$?
@@ -69,6 +70,14 @@ if command -v gnuplot >/dev/null 2>&1; then
     [ -s "$TMP/fig/$f.csv" ] || fail "no $f.csv"
   done
 fi
+
+CASE="--plot without gnuplot"
+mkdir -p "$TMP/nogp"
+PATH="$TMP/nogp" "$BK" sim clocks $SMALL --plot "$TMP/x" >/dev/null 2>"$TMP/err"
+st=$?
+[ "$st" -eq 1 ] || fail "exit status $st, want 1"
+grep -q "needs gnuplot" "$TMP/err" || fail "no message"
+[ -e "$TMP/x" ] && fail "made the directory anyway"
 
 [ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "sim clocks: all cases passed"

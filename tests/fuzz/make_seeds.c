@@ -26,6 +26,7 @@
 #include "bloomkit/counters.h"
 #include "bloomkit/fbf.h"
 #include "bloomkit/idem.h"
+#include "bloomkit/kbf.h"
 #include "bloomkit/rbf.h"
 #include "codecs.h"
 
@@ -355,6 +356,38 @@ static void seeds_bloomclock(void) {
   bk_vclock_destroy(b);
 }
 
+/* bk_kbf: empty, filled 32- and 64-bit, a compressed one, murmur, and
+ * one crowded past saturation. Small m and few values keep them small. */
+static void seeds_kbf(void) {
+  struct {
+    const char *name;
+    bk_kbf_config cfg;
+    unsigned keys, values;
+    bool compress;
+  } shapes[] = {
+      {"empty", {.m_cells = 32, .k = 3, .max_values = 7}, 0, 0, false},
+      {"c32-filled", {.m_cells = 64, .k = 3, .max_values = 15}, 14, 6, false},
+      {"c64-filled", {.m_cells = 40, .k = 2, .cell_bits = 64,
+                      .max_values = 31}, 12, 9, false},
+      {"compressed", {.m_cells = 96, .k = 4, .max_values = 7}, 16, 4, true},
+      {"murmur", {.capacity = 10, .fpp = 0.05, .hash_alg = BK_HASH_MURMUR3,
+                  .seed = 3, .max_values = 7}, 9, 3, false},
+      {"saturated", {.m_cells = 8, .k = 2, .max_values = 3}, 40, 3, false},
+  };
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    bk_kbf *f;
+    OK(bk_kbf_create(&f, &shapes[i].cfg));
+    for (unsigned j = 0; j < shapes[i].keys; j++) {
+      unsigned char key[8], value[2] = {'v', (unsigned char)('a' + j % shapes[i].values)};
+      key_of(j, key);
+      OK(bk_kbf_insert(f, key, sizeof key, value, sizeof value));
+    }
+    if (shapes[i].compress) OK(bk_kbf_compress(f));
+    emit(&bk_test_codec_kbf, f, "kbf", shapes[i].name);
+    bk_kbf_destroy(f);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc != 3 ||
       (strcmp(argv[1], "--write") != 0 && strcmp(argv[1], "--check") != 0)) {
@@ -372,6 +405,7 @@ int main(int argc, char **argv) {
   seeds_cbf();
   seeds_scbf();
   seeds_bloomclock();
+  seeds_kbf();
   if (g_failed) {
     fprintf(stderr,
             "bk_fuzz_seeds: %d of %d seeds differ. If the format changed on "

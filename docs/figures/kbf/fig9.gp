@@ -1,0 +1,20 @@
+# Written by bloomkit; run `gnuplot THIS_FILE` to redraw.
+set terminal pngcairo size 960,600 enhanced font 'sans,11'
+set output 'docs/figures/kbf/fig9.png'
+set datafile separator ','
+set datafile commentschars '#'
+set title noenhanced
+set title 'Fig. 9: false positives of deleted keys, size m'
+set xlabel 'tenths deleted'
+set ylabel 'false positive ratio'
+set grid
+set datafile missing NaN
+set key top right Left reverse box opaque noenhanced
+set logscale y
+set format y '10^{%L}'
+plot 'docs/figures/kbf/fig9.csv' using (column('batch')):((column('p1e-3'))) axes x1y1 with linespoints lw 2 pt 1 title 'bloomkit, p = 1e-3', \
+     'docs/figures/kbf/fig9.csv' using (column('batch')):((column('p1e-4'))) axes x1y1 with linespoints lw 2 pt 2 title 'bloomkit, p = 1e-4', \
+     'docs/figures/kbf/fig9.csv' using (column('batch')):((column('paper_rule_p1e-3'))) axes x1y1 with linespoints lw 2 pt 3 title 'Algorithm 6 rule, p = 1e-3', \
+     'docs/figures/kbf/fig9.csv' using (column('batch')):((column('paper_rule_p1e-4'))) axes x1y1 with linespoints lw 2 pt 4 title 'Algorithm 6 rule, p = 1e-4', \
+     'docs/figures/kbf/fig9.csv' using (column('batch')):((column('paper_rule_p1e-5'))) axes x1y1 with linespoints lw 2 pt 5 title 'Algorithm 6 rule, p = 1e-5', \
+     'docs/figures/kbf/fig9.csv' using (column('batch')):((column('paper_rule_p1e-6'))) axes x1y1 with linespoints lw 2 pt 6 title 'Algorithm 6 rule, p = 1e-6'

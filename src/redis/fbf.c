@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The FBF data type of the Redis module: one Redis key holds a bk_fbf, a
+ * Bloom filter whose items are forgotten after a window
+ * (include/bloomkit/fbf.h). Commands: FBF.RESERVE, FBF.ADD, FBF.ADDAT,
+ * FBF.EXISTS, FBF.MEXISTS, FBF.INFO, FBF.LOAD (docs/redis.md).
+ *
+ * Shape: N = 2 past filters and a refresh period t = ceil(window / 3), so
+ * (N + 1) t covers the window: an item is remembered at least `window` ms
+ * and at most window + t after it was added (the FBF's min_window keeps
+ * the lower bound through adaptive resizing too).
+ *
+ * Time as for IDEM (idem.c): a write reads the master's clock, advances
+ * the filter and replicates itself as FBF.ADDAT with that time. Reads do
+ * not advance the filter (a replica must never move its filter by its own
+ * clock): they answer as of the last write, so an item may be reported
+ * present longer than window + t when no write came since.
+ */
+#include "redis/rm.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "bloomkit/fbf.h"
+
+static RedisModuleType *fbf_type;
+
+typedef struct rm_fbf {
+  bk_fbf *filter;
+  uint64_t now; /* the latest time the filter was advanced to */
+} rm_fbf;
+
+typedef struct fbf_params {
+  uint64_t capacity; /* items per refresh period */
+  uint64_t window;   /* ms */
+  double fpp;
+  bool adaptive;
+} fbf_params;
+
+static bk_status fbf_new(const fbf_params *p, uint64_t now, rm_fbf **out) {
+  uint64_t period = p->window / 3 + (p->window % 3 != 0);
+  bk_fbf_config cfg = {
+      .capacity = p->capacity,
+      .fpp = p->fpp,
+      .n_past = 2,
+      .refresh_period = period,
+      .min_window = p->window,
+      .start_time = now,
+      .adaptive = p->adaptive,
+      .adapt_interval = period,
+      .period_step = period / 10 ? period / 10 : 1,
+      .allocator = &bk_rm_allocator,
+  };
+  rm_fbf *v = RedisModule_TryAlloc(sizeof *v);
+  if (!v) return BK_ENOMEM;
+  bk_status s = bk_fbf_create(&v->filter, &cfg);
+  if (s != BK_OK) {
+    RedisModule_Free(v);
+    return s;
+  }
+  v->now = now;
+  *out = v;
+  return BK_OK;
+}
+
+static void fbf_free(void *value) {
+  rm_fbf *v = value;
+  if (!v) return;
+  bk_fbf_destroy(v->filter);
+  RedisModule_Free(v);
+}
+
+static void replicate_reserve(RedisModuleCtx *ctx, RedisModuleString *key,
+                              const fbf_params *p, uint64_t now) {
+  char fpp[40];
+  snprintf(fpp, sizeof fpp, "%.17g", p->fpp);
+  if (p->adaptive)
+    RedisModule_Replicate(ctx, "FBF.RESERVE", "sllccccl", key,
+                          (long long)p->capacity, (long long)p->window, "FPP",
+                          fpp, "ADAPTIVE", "AT", (long long)now);
+  else
+    RedisModule_Replicate(ctx, "FBF.RESERVE", "sllcccl", key,
+                          (long long)p->capacity, (long long)p->window, "FPP",
+                          fpp, "AT", (long long)now);
+}
+
+static int reply_status(RedisModuleCtx *ctx, bk_status s, const char *what) {
+  char msg[200];
+  if (s == BK_ENOMEM)
+    snprintf(msg, sizeof msg, "ERR out of memory (%s)", what);
+  else
+    snprintf(msg, sizeof msg, "ERR %s: %s", what, bk_strerror(s));
+  return RedisModule_ReplyWithError(ctx, msg);
+}
+
+static bool open_key(RedisModuleCtx *ctx, RedisModuleString *name, int mode,
+                     RedisModuleKey **key, rm_fbf **v) {
+  *key = RedisModule_OpenKey(ctx, name, mode);
+  *v = NULL;
+  if (RedisModule_KeyType(*key) == REDISMODULE_KEYTYPE_EMPTY) return true;
+  if (RedisModule_ModuleTypeGetType(*key) != fbf_type) {
+    RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
+    return false;
+  }
+  *v = RedisModule_ModuleTypeGetValue(*key);
+  return true;
+}
+
+/* FBF.RESERVE key capacity_per_period window_ms [FPP p] [ADAPTIVE]
+ *             [AT now_ms] */
+static int cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv,
+                       int argc) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
+  if (argc < 4) return RedisModule_WrongArity(ctx);
+  fbf_params p = {.fpp = bk_rm_config.fpp};
+  if (!bk_rm_parse_u64(argv[2], 1, BK_RM_MAX_CAPACITY, &p.capacity))
+    return bk_rm_arg_error(ctx, "capacity_per_period",
+                           "must be an integer from 1 to 2^32");
+  if (!bk_rm_parse_u64(argv[3], 1, BK_RM_MAX_MS, &p.window))
+    return bk_rm_arg_error(ctx, "window_ms",
+                           "must be an integer from 1 to 2^40 (ms)");
+  bool have_at = false;
+  uint64_t at = 0;
+  for (int i = 4; i < argc; i++) {
+    if (bk_rm_is(argv[i], "ADAPTIVE")) {
+      p.adaptive = true;
+    } else if (bk_rm_is(argv[i], "FPP") && i + 1 < argc) {
+      if (!bk_rm_parse_fpp(argv[++i], &p.fpp))
+        return bk_rm_arg_error(ctx, "FPP", "must be a number in (0, 1)");
+    } else if (bk_rm_is(argv[i], "AT") && i + 1 < argc) {
+      if (!bk_rm_parse_u64(argv[++i], 0, UINT64_MAX >> 1, &at))
+        return bk_rm_arg_error(ctx, "AT", "must be a time in ms >= 0");
+      have_at = true;
+    } else {
+      return bk_rm_arg_error(ctx, "option",
+                             "expected FPP p, ADAPTIVE or AT now_ms");
+    }
+  }
+  RedisModuleKey *key;
+  rm_fbf *v;
+  if (!open_key(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key, &v))
+    return REDISMODULE_OK;
+  if (v) return RedisModule_ReplyWithError(ctx, "ERR key exists");
+  uint64_t now = have_at ? at : bk_rm_clock(0);
+  bk_status s = fbf_new(&p, now, &v);
+  if (s != BK_OK) return reply_status(ctx, s, "cannot create the filter");
+  RedisModule_ModuleTypeSetValue(key, fbf_type, v);
+  replicate_reserve(ctx, argv[1], &p, now);
+  return RedisModule_ReplyWithSimpleString(ctx, "OK");
+}
+
+/* FBF.ADD key item [item ...]
+ * FBF.ADDAT key now_ms item [item ...]
+ * Reply: one integer per item, 1 when it was absent and is now added, 0
+ * when it was (or seemed, with the filter's fpp) already present. */
+static int add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
+               bool explicit_time) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
+  int first = explicit_time ? 3 : 2;
+  if (argc < first + 1) return RedisModule_WrongArity(ctx);
+  uint64_t at = 0;
+  if (explicit_time && !bk_rm_parse_u64(argv[2], 0, UINT64_MAX >> 1, &at))
+    return bk_rm_arg_error(ctx, "now_ms", "must be a time in ms >= 0");
+  RedisModuleKey *key;
+  rm_fbf *v;
+  if (!open_key(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key, &v))
+    return REDISMODULE_OK;
+  uint64_t last = v ? v->now : 0;
+  uint64_t now = explicit_time ? (at > last ? at : last) : bk_rm_clock(last);
+  if (!v) {
+    fbf_params p = {.capacity = bk_rm_config.fbf_capacity,
+                    .window = bk_rm_config.fbf_window,
+                    .fpp = bk_rm_config.fpp};
+    bk_status s = fbf_new(&p, now, &v);
+    if (s != BK_OK) return reply_status(ctx, s, "cannot create the filter");
+    RedisModule_ModuleTypeSetValue(key, fbf_type, v);
+    replicate_reserve(ctx, argv[1], &p, now);
+  }
+  bk_status s = bk_fbf_advance(v->filter, now);
+  if (s != BK_OK) return reply_status(ctx, s, "cannot advance the filter");
+  v->now = now;
+  RedisModule_ReplyWithArray(ctx, argc - first);
+  for (int i = first; i < argc; i++) {
+    size_t len;
+    const char *item = RedisModule_StringPtrLen(argv[i], &len);
+    bool added = false;
+    s = bk_fbf_insert_if_absent(v->filter, item, len, &added);
+    RedisModule_ReplyWithLongLong(ctx, s == BK_OK && added);
+  }
+  RedisModule_Replicate(ctx, "FBF.ADDAT", "slv", argv[1], (long long)now,
+                        argv + first, (size_t)(argc - first));
+  return REDISMODULE_OK;
+}
+
+static int cmd_add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+  return add(ctx, argv, argc, false);
+}
+
+static int cmd_addat(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+  return add(ctx, argv, argc, true);
+}
+
+static int exists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
+                  bool multi) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
+  if (multi ? argc < 3 : argc != 3) return RedisModule_WrongArity(ctx);
+  RedisModuleKey *key;
+  rm_fbf *v;
+  if (!open_key(ctx, argv[1], REDISMODULE_READ, &key, &v))
+    return REDISMODULE_OK;
+  if (multi) RedisModule_ReplyWithArray(ctx, argc - 2);
+  for (int i = 2; i < argc; i++) {
+    bool found = false;
+    if (v) {
+      size_t len;
+      const char *item = RedisModule_StringPtrLen(argv[i], &len);
+      if (bk_fbf_contains(v->filter, item, len, &found) != BK_OK) found = false;
+    }
+    RedisModule_ReplyWithLongLong(ctx, found);
+  }
+  return REDISMODULE_OK;
+}
+
+/* FBF.EXISTS key item: 1 or 0. */
+static int cmd_exists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+  return exists(ctx, argv, argc, false);
+}
+
+/* FBF.MEXISTS key item [item ...]: one 1 or 0 per item. */
+static int cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv,
+                       int argc) {
+  return exists(ctx, argv, argc, true);
+}
+
+/* FBF.INFO key: name/value pairs. */
+static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
+  if (argc != 2) return RedisModule_WrongArity(ctx);
+  RedisModuleKey *key;
+  rm_fbf *v;
+  if (!open_key(ctx, argv[1], REDISMODULE_READ, &key, &v))
+    return REDISMODULE_OK;
+  if (!v) return RedisModule_ReplyWithError(ctx, "ERR no such key");
+  bk_fbf_info info;
+  double fpp = 0;
+  bk_status s = bk_fbf_info_get(v->filter, &info);
+  if (s == BK_OK)
+    s = bk_fbf_estimated_fpp(v->filter, BK_FBF_CHECK_DEFAULT, &fpp);
+  if (s != BK_OK) return reply_status(ctx, s, "cannot describe the filter");
+  uint64_t items = 0;
+  for (unsigned i = 0; i < info.n_filters && i < BK_FBF_MAX_FILTERS; i++)
+    items += info.inserted[i];
+  char fpp_text[40];
+  snprintf(fpp_text, sizeof fpp_text, "%.6g", fpp);
+  RedisModule_ReplyWithArray(ctx, 22);
+  RedisModule_ReplyWithSimpleString(ctx, "window_ms");
+  RedisModule_ReplyWithLongLong(ctx, (long long)info.min_window);
+  RedisModule_ReplyWithSimpleString(ctx, "window_max_ms");
+  RedisModule_ReplyWithLongLong(ctx, (long long)info.window_max);
+  RedisModule_ReplyWithSimpleString(ctx, "refresh_period_ms");
+  RedisModule_ReplyWithLongLong(ctx, (long long)info.refresh_period);
+  RedisModule_ReplyWithSimpleString(ctx, "filters");
+  RedisModule_ReplyWithLongLong(ctx, info.n_filters);
+  RedisModule_ReplyWithSimpleString(ctx, "adaptive");
+  RedisModule_ReplyWithLongLong(ctx, info.adaptive);
+  RedisModule_ReplyWithSimpleString(ctx, "bits_per_filter");
+  RedisModule_ReplyWithLongLong(ctx, (long long)info.m_bits);
+  RedisModule_ReplyWithSimpleString(ctx, "hashes");
+  RedisModule_ReplyWithLongLong(ctx, info.k);
+  RedisModule_ReplyWithSimpleString(ctx, "inserts_per_filter_sum");
+  RedisModule_ReplyWithLongLong(ctx, (long long)items);
+  RedisModule_ReplyWithSimpleString(ctx, "fpp_estimate");
+  RedisModule_ReplyWithSimpleString(ctx, fpp_text);
+  RedisModule_ReplyWithSimpleString(ctx, "memory");
+  RedisModule_ReplyWithLongLong(ctx, (long long)info.memory);
+  RedisModule_ReplyWithSimpleString(ctx, "now_ms");
+  RedisModule_ReplyWithLongLong(ctx, (long long)v->now);
+  return REDISMODULE_OK;
+}
+
+/* ---- persistence: as for IDEM (idem.c) ------------------------------------
+ */
+
+static char *fbf_blob(const rm_fbf *v, size_t *len) {
+  size_t size;
+  if (bk_fbf_serialized_size(v->filter, &size) != BK_OK) return NULL;
+  char *buf = RedisModule_Alloc(size);
+  size_t written;
+  if (bk_fbf_serialize(v->filter, buf, size, &written) != BK_OK) {
+    RedisModule_Free(buf);
+    return NULL;
+  }
+  *len = written;
+  return buf;
+}
+
+static rm_fbf *fbf_from_blob(const char *buf, size_t len, uint64_t now,
+                             const char **why) {
+  bk_fbf *filter;
+  bk_status s = bk_fbf_deserialize(buf, len, &bk_rm_allocator, &filter);
+  if (s != BK_OK) {
+    *why = bk_strerror(s);
+    return NULL;
+  }
+  if (bk_fbf_advance(filter, now) != BK_OK) {
+    *why = "the clock is behind the filter's";
+    bk_fbf_destroy(filter);
+    return NULL;
+  }
+  rm_fbf *v = RedisModule_TryAlloc(sizeof *v);
+  if (!v) {
+    *why = "out of memory";
+    bk_fbf_destroy(filter);
+    return NULL;
+  }
+  v->filter = filter;
+  v->now = now;
+  return v;
+}
+
+static void *fbf_rdb_load(RedisModuleIO *io, int encver) {
+  if (encver != BK_RM_ENCVER) {
+    RedisModule_LogIOError(io, "warning",
+                           "bloomkit: FBF encoding version %d is not one this "
+                           "module reads (%d)",
+                           encver, BK_RM_ENCVER);
+    return NULL;
+  }
+  uint64_t now = RedisModule_LoadUnsigned(io);
+  if (RedisModule_IsIOError(io)) return NULL;
+  size_t len;
+  char *buf = RedisModule_LoadStringBuffer(io, &len);
+  if (RedisModule_IsIOError(io)) {
+    if (buf) RedisModule_Free(buf);
+    return NULL;
+  }
+  const char *why = NULL;
+  rm_fbf *v = fbf_from_blob(buf, len, now, &why);
+  RedisModule_Free(buf);
+  if (!v)
+    RedisModule_LogIOError(io, "warning",
+                           "bloomkit: refusing a corrupt FBF: %s", why);
+  return v;
+}
+
+static void fbf_rdb_save(RedisModuleIO *io, void *value) {
+  const rm_fbf *v = value;
+  size_t len = 0;
+  char *buf = fbf_blob(v, &len);
+  RedisModule_SaveUnsigned(io, v->now);
+  RedisModule_SaveStringBuffer(io, buf ? buf : "", buf ? len : 0);
+  if (buf) RedisModule_Free(buf);
+}
+
+static void fbf_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key,
+                            void *value) {
+  const rm_fbf *v = value;
+  size_t len;
+  char *buf = fbf_blob(v, &len);
+  if (!buf) {
+    RedisModule_LogIOError(aof, "warning",
+                           "bloomkit: cannot serialize an FBF for the AOF");
+    return;
+  }
+  RedisModule_EmitAOF(aof, "FBF.LOAD", "slb", key, (long long)v->now, buf, len);
+  RedisModule_Free(buf);
+}
+
+/* FBF.LOAD key now_ms blob */
+static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
+  if (argc != 4) return RedisModule_WrongArity(ctx);
+  uint64_t now;
+  if (!bk_rm_parse_u64(argv[2], 0, UINT64_MAX >> 1, &now))
+    return bk_rm_arg_error(ctx, "now_ms", "must be a time in ms >= 0");
+  size_t len;
+  const char *buf = RedisModule_StringPtrLen(argv[3], &len);
+  const char *why = NULL;
+  rm_fbf *nv = fbf_from_blob(buf, len, now, &why);
+  if (!nv) return bk_rm_arg_error(ctx, "blob", why);
+  RedisModuleKey *key;
+  rm_fbf *v;
+  if (!open_key(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key, &v)) {
+    fbf_free(nv);
+    return REDISMODULE_OK;
+  }
+  RedisModule_ModuleTypeSetValue(key, fbf_type, nv);
+  RedisModule_ReplicateVerbatim(ctx);
+  return RedisModule_ReplyWithSimpleString(ctx, "OK");
+}
+
+static size_t fbf_mem_usage(const void *value) {
+  const rm_fbf *v = value;
+  size_t size = 0;
+  /* The serialized size tracks the memory held (the filter's lanes) and
+   * costs O(1), where info_get counts set bits. */
+  if (bk_fbf_serialized_size(v->filter, &size) != BK_OK) size = 0;
+  return sizeof *v + size;
+}
+
+static void fbf_digest(RedisModuleDigest *md, void *value) {
+  const rm_fbf *v = value;
+  size_t len;
+  char *buf = fbf_blob(v, &len);
+  if (buf) {
+    RedisModule_DigestAddStringBuffer(md, buf, len);
+    RedisModule_Free(buf);
+  }
+  RedisModule_DigestAddLongLong(md, (long long)v->now);
+  RedisModule_DigestEndSequence(md);
+}
+
+int bk_rm_fbf_init(RedisModuleCtx *ctx) {
+  RedisModuleTypeMethods methods = {
+      .version = REDISMODULE_TYPE_METHOD_VERSION,
+      .rdb_load = fbf_rdb_load,
+      .rdb_save = fbf_rdb_save,
+      .aof_rewrite = fbf_aof_rewrite,
+      .mem_usage = fbf_mem_usage,
+      .digest = fbf_digest,
+      .free = fbf_free,
+  };
+  fbf_type =
+      RedisModule_CreateDataType(ctx, "bk-fbf-ft", BK_RM_ENCVER, &methods);
+  if (!fbf_type) return REDISMODULE_ERR;
+  struct {
+    const char *name;
+    RedisModuleCmdFunc fn;
+    const char *flags;
+  } cmds[] = {
+      {"FBF.RESERVE", cmd_reserve, "write deny-oom"},
+      {"FBF.ADD", cmd_add, "write deny-oom"},
+      {"FBF.ADDAT", cmd_addat, "write deny-oom"},
+      {"FBF.EXISTS", cmd_exists, "readonly fast"},
+      {"FBF.MEXISTS", cmd_mexists, "readonly fast"},
+      {"FBF.INFO", cmd_info, "readonly"},
+      {"FBF.LOAD", cmd_load, "write deny-oom"},
+  };
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    if (RedisModule_CreateCommand(ctx, cmds[i].name, cmds[i].fn, cmds[i].flags,
+                                  1, 1, 1) == REDISMODULE_ERR)
+      return REDISMODULE_ERR;
+  return REDISMODULE_OK;
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared pieces of the bloomkit Redis module (src/redis): the Redis module
+ * API (redismodule.h, taken from the installed redis' Debian source package
+ * by scripts/bootstrap.sh), the module-level defaults set by loadmodule
+ * arguments, argument parsing that names the argument in its error reply,
+ * the module clock, and the allocator that charges bloomkit's memory to
+ * Redis (so INFO memory and maxmemory see it).
+ *
+ * module.c defines the API's function pointers (BK_RM_MAIN); every other
+ * file declares them extern.
+ */
+#ifndef BK_REDIS_RM_H
+#define BK_REDIS_RM_H
+
+#ifndef BK_RM_MAIN
+#define REDISMODULE_API extern
+#endif
+#include "redismodule.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bloomkit/common.h"
+#include "bloomkit/idem.h"
+
+/* The RDB encoding version of every data type (RedisModule_CreateDataType
+ * encver). Version 1: u64 module clock (IDEM, FBF; a CBF has none), then
+ * the library's serialized form as one string (docs/design.md 3.11c). */
+#define BK_RM_ENCVER 1
+
+/* Module-level defaults (loadmodule ... name value ...). */
+typedef struct bk_rm_defaults {
+  uint64_t retry_timeout;    /* IDEM tables: clients' retry timeout, ms */
+  double fpp;                /* IDEM tables and FBFs: target fpp */
+  uint64_t ops_per_period;   /* IDEM tables: updates per refresh period */
+  bk_idem_strategy strategy; /* IDEM tables: fbf or adaptive */
+  uint64_t fbf_capacity;     /* FBFs: items per refresh period */
+  uint64_t fbf_window;       /* FBFs: ms an item is remembered at least */
+  uint64_t cbf_capacity;     /* CBFs: items present at once */
+  uint64_t max_alloc;        /* bytes: the largest single allocation */
+} bk_rm_defaults;
+
+extern bk_rm_defaults bk_rm_config;
+extern const bk_allocator bk_rm_allocator;
+
+/* Upper bounds of numeric arguments (docs/redis.md): times in ms up to
+ * 2^40 (34 years), sizes up to 2^32 per period. */
+#define BK_RM_MAX_MS (UINT64_C(1) << 40)
+#define BK_RM_MAX_CAPACITY (UINT64_C(1) << 32)
+
+/* Reply "ERR invalid <name>: <what>" and return REDISMODULE_OK. */
+int bk_rm_arg_error(RedisModuleCtx *ctx, const char *name, const char *what);
+
+/* Parse an unsigned decimal integer in [lo, hi]; false (and nothing
+ * replied) when it is not one. */
+bool bk_rm_parse_u64(RedisModuleString *s, uint64_t lo, uint64_t hi,
+                     uint64_t *out);
+/* Parse a probability in (0, 1). */
+bool bk_rm_parse_fpp(RedisModuleString *s, double *out);
+/* Case-insensitive comparison of an argument with a keyword. */
+bool bk_rm_is(RedisModuleString *s, const char *keyword);
+
+/* The master's clock for a structure last advanced to `last`: the wall
+ * clock in ms (RedisModule_Milliseconds), never earlier than `last`. */
+uint64_t bk_rm_clock(uint64_t last);
+
+/* Register each data type and its commands. */
+int bk_rm_idem_init(RedisModuleCtx *ctx);
+int bk_rm_fbf_init(RedisModuleCtx *ctx);
+int bk_rm_cbf_init(RedisModuleCtx *ctx);
+
+#endif

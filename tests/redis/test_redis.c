@@ -1,0 +1,725 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Redis module against real redis-server processes (tests/redis/
+ * harness.h): one scenario per run,
+ *
+ *   test_redis single  MODULE    every command, its errors, explicit-time
+ *                                forgetting, DUMP/RESTORE, hostile
+ *                                payloads, restart from RDB and from AOF
+ *                                with identical answers, a corrupt RDB
+ *                                refused with a log line
+ *   test_redis replica MODULE    master + replica (full sync, then the
+ *                                stream): identical digests; the promoted
+ *                                replica answers retries of acknowledged
+ *                                ops as duplicates
+ *   test_redis cluster MODULE failover|reshard [wait]
+ *                                3 masters + 3 replicas, a retry storm over
+ *                                many tables, a SIGKILLed master or a
+ *                                reshard during it (cluster.c)
+ *
+ * Exit 77 (ctest SKIP) when redis-server is not installed.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+int rh_cluster_scenario(const char *module, const char *kind, bool wait);
+
+/* ---- helpers ------------------------------------------------------------- */
+
+/* [value, applied] of an IDEM.INCBY-style reply. */
+static void incr(redisContext *c, const char *table, const char *counter,
+                 const char *client, const char *seq, const char *delta,
+                 long long want_value, long long want_applied) {
+  redisReply *r = rh_cmd(c, "IDEM.INCRBY %s %s %s %s %s", table, counter,
+                         client, seq, delta);
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 2,
+           "IDEM.INCRBY %s %s %s %s %s: %s", table, counter, client, seq, delta,
+           r->type == REDIS_REPLY_ERROR ? r->str : "not a 2-element array");
+  RH_CHECK(r->element[0]->integer == want_value &&
+               r->element[1]->integer == want_applied,
+           "IDEM.INCRBY %s %s %s %s %s: [%lld, %lld], expected [%lld, %lld]",
+           table, counter, client, seq, delta, r->element[0]->integer,
+           r->element[1]->integer, want_value, want_applied);
+  freeReplyObject(r);
+}
+
+static long long incr_at(redisContext *c, const char *table, long long client,
+                         long long seq, long long now) {
+  redisReply *r = rh_cmd(c, "IDEM.INCRBYAT %s ctr %lld %lld 1 %lld", table,
+                         client, seq, now);
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 2, "INCRBYAT: %s",
+           r->type == REDIS_REPLY_ERROR ? r->str : "bad reply");
+  long long applied = r->element[1]->integer;
+  freeReplyObject(r);
+  return applied;
+}
+
+/* The value of field `name` in a name/value INFO reply. */
+static long long info_field(redisContext *c, const char *cmd, const char *key,
+                            const char *name) {
+  redisReply *r = rh_cmd(c, "%s %s", cmd, key);
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY, "%s %s: %s", cmd, key,
+           r->type == REDIS_REPLY_ERROR ? r->str : "not an array");
+  long long v = -1;
+  bool found = false;
+  for (size_t i = 0; i + 1 < r->elements; i += 2)
+    if (strcmp(r->element[i]->str, name) == 0) {
+      redisReply *e = r->element[i + 1];
+      v = e->type == REDIS_REPLY_INTEGER ? e->integer : atoll(e->str);
+      found = true;
+    }
+  freeReplyObject(r);
+  RH_CHECK(found, "%s %s has no field %s", cmd, key, name);
+  return v;
+}
+
+/* Everything a client can observe of the keys the single-node scenario
+ * writes, as one string: values, INFO counts, memberships, digests. */
+static void fingerprint(redisContext *c, char *out, size_t cap) {
+  size_t pos = 0;
+  out[0] = '\0';
+  const char *tables[] = {"t1", "t2", "{tag}t3"};
+  for (size_t t = 0; t < 3; t++) {
+    for (int k = 0; k < 20; k++) {
+      redisReply *r = rh_cmd(c, "IDEM.GET %s k%d", tables[t], k);
+      pos += (size_t)snprintf(out + pos, cap - pos, "%s.k%d=%lld%s ", tables[t],
+                              k, r->integer,
+                              r->type == REDIS_REPLY_NIL ? "(nil)" : "");
+      freeReplyObject(r);
+    }
+    pos +=
+        (size_t)snprintf(out + pos, cap - pos, "applied=%lld dups=%lld ",
+                         info_field(c, "IDEM.INFO", tables[t], "applied"),
+                         info_field(c, "IDEM.INFO", tables[t], "duplicates"));
+  }
+  redisReply *r = rh_cmd(c, "FBF.MEXISTS f1 a b c d e f g h i j");
+  for (size_t i = 0; i < r->elements; i++)
+    pos +=
+        (size_t)snprintf(out + pos, cap - pos, "%lld", r->element[i]->integer);
+  freeReplyObject(r);
+  r = rh_cmd(c, "CBF.MEXISTS cb a b c d e f g h i j");
+  for (size_t i = 0; i < r->elements; i++)
+    pos +=
+        (size_t)snprintf(out + pos, cap - pos, "%lld", r->element[i]->integer);
+  freeReplyObject(r);
+  r = rh_cmd(c, "DEBUG DIGEST-VALUE t1 t2 {tag}t3 f1 cb");
+  for (size_t i = 0; i < r->elements; i++)
+    pos += (size_t)snprintf(out + pos, cap - pos, " %s", r->element[i]->str);
+  freeReplyObject(r);
+}
+
+static void populate(redisContext *c, int round) {
+  const char *tables[] = {"t1", "t2", "{tag}t3"};
+  for (int i = 0; i < 200; i++) {
+    redisReply *r = rh_cmd(c, "IDEM.INCRBY %s k%d %d %d %d", tables[i % 3],
+                           i % 20, round, i, i + 1);
+    RH_CHECK(r->type == REDIS_REPLY_ARRAY, "populate: %s",
+             r->type == REDIS_REPLY_ERROR ? r->str : "bad reply");
+    freeReplyObject(r);
+    if (i % 7 == 0) { /* a retry */
+      r = rh_cmd(c, "IDEM.INCRBY %s k%d %d %d %d", tables[i % 3], i % 20, round,
+                 i, i + 1);
+      RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->element[1]->integer == 0,
+               "a retry was applied");
+      freeReplyObject(r);
+    }
+  }
+  redisReply *r = rh_cmd(c, "FBF.ADD f1 a b c %s", round ? "d" : "e");
+  freeReplyObject(r);
+  freeReplyObject(rh_cmd(c, "CBF.ADD cb a b c %s", round ? "d" : "e"));
+  freeReplyObject(rh_cmd(c, "CBF.REM cb %s", round ? "a" : "b"));
+}
+
+/* Redis' CRC-64 (Jones, reflected), which DUMP payloads end with: the
+ * hostile-payload test re-seals its mutations so they reach the module's
+ * loader instead of failing Redis' own checksum. */
+static uint64_t crc64_jones(const unsigned char *p, size_t len) {
+  uint64_t crc = 0;
+  for (size_t i = 0; i < len; i++) {
+    crc ^= p[i];
+    for (int b = 0; b < 8; b++)
+      crc = crc & 1 ? (crc >> 1) ^ UINT64_C(0x95ac9329ac4bc9b5) : crc >> 1;
+  }
+  return crc;
+}
+
+/* ---- single node ----------------------------------------------------------
+ */
+
+static void single_commands(redisContext *c) {
+  /* IDEM: applied, duplicate, new op; values across counters. */
+  incr(c, "t0", "a", "1", "1", "5", 5, 1);
+  incr(c, "t0", "a", "1", "1", "5", 5, 0);
+  incr(c, "t0", "a", "1", "2", "7", 12, 1);
+  incr(c, "t0", "b", "2", "1", "-3", -3, 1);
+  incr(c, "t0", "a", "2", "1", "100", 12, 0); /* same op id, other counter */
+  incr(c, "t0", "a", "18446744073709551615", "18446744073709551615", "1", 13,
+       1);
+  RH_CHECK(rh_int(c, "IDEM.GET t0 a") == 13, "IDEM.GET");
+  redisReply *r = rh_cmd(c, "IDEM.GET t0 nosuch");
+  RH_CHECK(r->type == REDIS_REPLY_NIL, "missing counter is nil");
+  freeReplyObject(r);
+  r = rh_cmd(c, "IDEM.GET nosuchtable a");
+  RH_CHECK(r->type == REDIS_REPLY_NIL, "missing table is nil");
+  freeReplyObject(r);
+  RH_CHECK(info_field(c, "IDEM.INFO", "t0", "applied") == 4, "applied");
+  RH_CHECK(info_field(c, "IDEM.INFO", "t0", "duplicates") == 2, "duplicates");
+  RH_CHECK(info_field(c, "IDEM.INFO", "t0", "counters") == 2, "counters");
+  /* Created with the module defaults: retry_timeout 30000 (rh_init). */
+  RH_CHECK(info_field(c, "IDEM.INFO", "t0", "window_ms") >= 30000, "window");
+
+  /* IDEM errors name the argument. */
+  rh_expect_error(c, "wrong number of arguments", "IDEM.INCRBY t0 a 1 1");
+  rh_expect_error(c, "wrong number of arguments", "IDEM.INCRBY t0 a 1 1 1 1");
+  rh_expect_error(c, "wrong number of arguments", "IDEM.GET t0");
+  rh_expect_error(c, "wrong number of arguments", "IDEM.INFO");
+  rh_expect_error(c, "wrong number of arguments", "IDEM.RESERVE t9");
+  rh_expect_error(c, "wrong number of arguments", "IDEM.INCRBYAT t0 a 1 1 1");
+  rh_expect_error(c, "wrong number of arguments", "IDEM.LOAD t0 1");
+  rh_expect_error(c, "invalid client", "IDEM.INCRBY t0 a x 1 1");
+  rh_expect_error(c, "invalid client", "IDEM.INCRBY t0 a -1 1 1");
+  rh_expect_error(c, "invalid client",
+                  "IDEM.INCRBY t0 a 18446744073709551616 1 1");
+  rh_expect_error(c, "invalid seq", "IDEM.INCRBY t0 a 1 1.5 1");
+  rh_expect_error(c, "invalid delta", "IDEM.INCRBY t0 a 1 3 abc");
+  rh_expect_error(c, "invalid delta",
+                  "IDEM.INCRBY t0 a 1 3 9223372036854775808");
+  rh_expect_error(c, "invalid counter", "IDEM.INCRBY t0 %b 1 3 1", "",
+                  (size_t)0);
+  rh_expect_error(c, "invalid now_ms", "IDEM.INCRBYAT t0 a 1 3 1 soon");
+  incr(c, "t0", "big", "3", "1", "9223372036854775807", 9223372036854775807LL,
+       1);
+  rh_expect_error(c, "invalid delta", "IDEM.INCRBY t0 big 3 2 1");
+  RH_CHECK(rh_int(c, "IDEM.GET t0 big") == 9223372036854775807LL,
+           "overflow left the counter");
+  incr(c, "t0", "big", "3", "2", "-1", 9223372036854775806LL, 1);
+  rh_expect_error(c, "invalid RETRY_TIMEOUT",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 0");
+  rh_expect_error(c, "invalid RETRY_TIMEOUT",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT x");
+  rh_expect_error(c, "invalid RETRY_TIMEOUT", "IDEM.RESERVE t9 FPP 0.1");
+  rh_expect_error(c, "invalid FPP", "IDEM.RESERVE t9 RETRY_TIMEOUT 10 FPP 1");
+  rh_expect_error(c, "invalid FPP", "IDEM.RESERVE t9 RETRY_TIMEOUT 10 FPP 0");
+  rh_expect_error(c, "invalid FPP", "IDEM.RESERVE t9 RETRY_TIMEOUT 10 FPP nan");
+  rh_expect_error(c, "invalid STRATEGY",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 STRATEGY rbf");
+  rh_expect_error(c, "invalid CAPACITY",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 CAPACITY 0");
+  rh_expect_error(c, "invalid option",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 COLOR red");
+  rh_expect_error(c, "key exists", "IDEM.RESERVE t0 RETRY_TIMEOUT 10");
+  rh_expect_error(c, "no such key", "IDEM.INFO nosuchtable");
+  rh_expect_error(c, "invalid blob", "IDEM.LOAD t9 1 garbage");
+  r = rh_cmd(c, "EXISTS t9");
+  RH_CHECK(r->integer == 0, "a failed RESERVE/LOAD created the key");
+  freeReplyObject(r);
+
+  /* Wrong type, both ways. */
+  freeReplyObject(rh_cmd(c, "SET plain 1"));
+  rh_expect_error(c, "WRONGTYPE", "IDEM.INCRBY plain a 1 1 1");
+  rh_expect_error(c, "WRONGTYPE", "IDEM.GET plain a");
+  rh_expect_error(c, "WRONGTYPE", "FBF.ADD plain a");
+  rh_expect_error(c, "WRONGTYPE", "FBF.EXISTS t0 a");
+  rh_expect_error(c, "WRONGTYPE", "FBF.INFO t0");
+  rh_expect_error(c, "WRONGTYPE", "GET t0");
+
+  /* Forgetting, on explicit time: RETRY_TIMEOUT 3000 -> t = 1000, ids kept
+   * at least 3000 ms and at most (N + 2) t = 4000 ms. */
+  freeReplyObject(rh_cmd(c,
+                         "IDEM.RESERVE tw RETRY_TIMEOUT 3000 FPP 0.001 "
+                         "CAPACITY 1000 AT 1000"));
+  RH_CHECK(incr_at(c, "tw", 1, 1, 1000) == 1, "first apply");
+  RH_CHECK(incr_at(c, "tw", 1, 1, 3999) == 0, "retry within the timeout");
+  RH_CHECK(incr_at(c, "tw", 1, 2, 4000) == 1, "another op");
+  RH_CHECK(incr_at(c, "tw", 1, 1, 20000) == 1,
+           "a retry after the window is new");
+  /* Time never goes back: an earlier time is taken as the table's. */
+  RH_CHECK(incr_at(c, "tw", 1, 1, 5) == 0, "retry at an earlier time");
+  RH_CHECK(info_field(c, "IDEM.INFO", "tw", "now_ms") == 20000, "clock");
+  freeReplyObject(rh_cmd(c,
+                         "IDEM.RESERVE ta RETRY_TIMEOUT 3000 STRATEGY "
+                         "adaptive AT 0"));
+  RH_CHECK(incr_at(c, "ta", 7, 7, 10) == 1 && incr_at(c, "ta", 7, 7, 2000) == 0,
+           "adaptive table");
+  r = rh_cmd(c, "IDEM.INFO ta");
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY &&
+               strcmp(r->element[1]->str, "adaptive") == 0,
+           "adaptive strategy reported");
+  freeReplyObject(r);
+
+  /* FBF */
+  r = rh_cmd(c, "FBF.ADD f0 a b a");
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+               r->element[0]->integer == 1 && r->element[1]->integer == 1 &&
+               r->element[2]->integer == 0,
+           "FBF.ADD a b a");
+  freeReplyObject(r);
+  RH_CHECK(
+      rh_int(c, "FBF.EXISTS f0 a") == 1 && rh_int(c, "FBF.EXISTS f0 zz") == 0,
+      "FBF.EXISTS");
+  RH_CHECK(rh_int(c, "FBF.EXISTS nosuch a") == 0, "EXISTS on a missing key");
+  r = rh_cmd(c, "FBF.MEXISTS f0 a zz b");
+  RH_CHECK(r->elements == 3 && r->element[0]->integer == 1 &&
+               r->element[1]->integer == 0 && r->element[2]->integer == 1,
+           "FBF.MEXISTS");
+  freeReplyObject(r);
+  RH_CHECK(info_field(c, "FBF.INFO", "f0", "window_ms") == 60000, "fbf_window");
+  RH_CHECK(info_field(c, "FBF.INFO", "f0", "inserts_per_filter_sum") == 4,
+           "each insert goes into future and present");
+  rh_expect_error(c, "wrong number of arguments", "FBF.ADD f0");
+  rh_expect_error(c, "wrong number of arguments", "FBF.EXISTS f0");
+  rh_expect_error(c, "wrong number of arguments", "FBF.EXISTS f0 a b");
+  rh_expect_error(c, "wrong number of arguments", "FBF.MEXISTS f0");
+  rh_expect_error(c, "wrong number of arguments", "FBF.RESERVE f9 10");
+  rh_expect_error(c, "wrong number of arguments", "FBF.ADDAT f0 5");
+  rh_expect_error(c, "invalid capacity_per_period", "FBF.RESERVE f9 0 1000");
+  rh_expect_error(c, "invalid capacity_per_period", "FBF.RESERVE f9 -5 1000");
+  rh_expect_error(c, "invalid window_ms", "FBF.RESERVE f9 10 0");
+  rh_expect_error(c, "invalid window_ms", "FBF.RESERVE f9 10 2000000000000");
+  rh_expect_error(c, "invalid FPP", "FBF.RESERVE f9 10 1000 FPP 2");
+  rh_expect_error(c, "invalid option", "FBF.RESERVE f9 10 1000 FPP");
+  rh_expect_error(c, "invalid option", "FBF.RESERVE f9 10 1000 BIG");
+  rh_expect_error(c, "invalid now_ms", "FBF.ADDAT f0 x a");
+  rh_expect_error(c, "key exists", "FBF.RESERVE f0 10 1000");
+  rh_expect_error(c, "no such key", "FBF.INFO nosuch");
+  rh_expect_error(c, "invalid blob", "FBF.LOAD f9 0 garbage");
+
+  /* Forgetting: window 3000 -> t = 1000, kept 3000 to 4000 ms. */
+  freeReplyObject(rh_cmd(c, "FBF.RESERVE fw 100 3000 FPP 0.001 AT 0"));
+  freeReplyObject(rh_cmd(c, "FBF.ADDAT fw 0 x"));
+  freeReplyObject(rh_cmd(c, "FBF.ADDAT fw 2999 y"));
+  RH_CHECK(rh_int(c, "FBF.EXISTS fw x") == 1, "x within the window");
+  freeReplyObject(rh_cmd(c, "FBF.ADDAT fw 5001 z"));
+  RH_CHECK(rh_int(c, "FBF.EXISTS fw x") == 0, "x forgotten after the window");
+  RH_CHECK(rh_int(c, "FBF.EXISTS fw y") == 1, "y still remembered");
+  freeReplyObject(rh_cmd(c, "FBF.RESERVE fa 100 3000 ADAPTIVE AT 0"));
+  RH_CHECK(info_field(c, "FBF.INFO", "fa", "adaptive") == 1, "adaptive");
+
+  /* CBF: counts, removes, errors. */
+  r = rh_cmd(c, "CBF.ADD c0 a b a");
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+               r->element[0]->integer >= 1 && r->element[2]->integer >= 2,
+           "CBF.ADD a b a");
+  freeReplyObject(r);
+  RH_CHECK(
+      rh_int(c, "CBF.COUNT c0 a") >= 2 && rh_int(c, "CBF.EXISTS c0 b") == 1,
+      "CBF.COUNT / EXISTS");
+  r = rh_cmd(c, "CBF.REM c0 b zz");
+  RH_CHECK(r->elements == 2 && r->element[0]->integer == 1 &&
+               r->element[1]->integer == 0,
+           "CBF.REM b zz");
+  freeReplyObject(r);
+  RH_CHECK(rh_int(c, "CBF.EXISTS c0 b") == 0, "b removed");
+  r = rh_cmd(c, "CBF.MEXISTS c0 a b");
+  RH_CHECK(r->elements == 2 && r->element[0]->integer == 1 &&
+               r->element[1]->integer == 0,
+           "CBF.MEXISTS");
+  freeReplyObject(r);
+  RH_CHECK(rh_int(c, "CBF.EXISTS nosuch a") == 0, "CBF on a missing key");
+  freeReplyObject(rh_cmd(c, "CBF.RESERVE c1 1000 FPP 0.01 BITS 8 BLOCKED"));
+  r = rh_cmd(c, "CBF.INFO c1");
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 18 &&
+               r->element[7]->integer == 8 &&
+               strcmp(r->element[9]->str, "blocked") == 0,
+           "CBF.INFO bits and layout");
+  freeReplyObject(r);
+  RH_CHECK(info_field(c, "CBF.INFO", "c0", "capacity") == 100000,
+           "cbf_capacity default");
+  rh_expect_error(c, "wrong number of arguments", "CBF.ADD c0");
+  rh_expect_error(c, "wrong number of arguments", "CBF.REM c0");
+  rh_expect_error(c, "wrong number of arguments", "CBF.COUNT c0 a b");
+  rh_expect_error(c, "wrong number of arguments", "CBF.RESERVE c9");
+  rh_expect_error(c, "invalid capacity", "CBF.RESERVE c9 0");
+  rh_expect_error(c, "invalid BITS", "CBF.RESERVE c9 10 BITS 5");
+  rh_expect_error(c, "invalid FPP", "CBF.RESERVE c9 10 FPP -1");
+  rh_expect_error(c, "invalid option", "CBF.RESERVE c9 10 WIDE");
+  rh_expect_error(c, "key exists", "CBF.RESERVE c0 10");
+  rh_expect_error(c, "WRONGTYPE", "CBF.ADD f0 a");
+  rh_expect_error(c, "WRONGTYPE", "FBF.ADD c0 a");
+  rh_expect_error(c, "invalid blob", "CBF.LOAD c9 garbage");
+  /* No structure larger than max_alloc_mb (64 here): 5 M items at 32-bit
+   * counters would take 190 MB (and 2^32 items 165 GB, which with
+   * overcommit gets the server killed when the filter is zeroed). */
+  rh_expect_error(c, "out of memory", "CBF.RESERVE c9 5000000 BITS 32");
+  rh_expect_error(c, "out of memory", "FBF.RESERVE f9 5000000 1000 FPP 0.0001");
+  rh_expect_error(c, "out of memory",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 CAPACITY 20000000");
+
+  /* Commands leak nothing: 3 x 4000 reads and writes of existing ids and
+   * keys leave used_memory where it was, within 64 KiB of allocator noise
+   * (a leaked key handle per command, as before the module used
+   * RedisModule_AutoMemory, is over 150 bytes: 1.8 MB here). */
+  redisReply *mem = rh_cmd(c, "MEMORY USAGE f0");
+  freeReplyObject(mem);
+  long long used_before = -1, used_after = -1;
+  for (int pass = 0; pass < 2; pass++) {
+    for (int i = 0; i < 4000; i++) {
+      redisAppendCommand(c, "FBF.EXISTS f0 a");
+      redisAppendCommand(c, "FBF.ADD f0 a");
+      redisAppendCommand(c, "IDEM.INCRBY t0 a 1 1 5");
+    }
+    for (int i = 0; i < 3 * 4000; i++) {
+      redisReply *x;
+      RH_CHECK(redisGetReply(c, (void **)&x) == REDIS_OK, "pipeline");
+      freeReplyObject(x);
+    }
+    r = rh_cmd(c, "INFO memory");
+    long long used = atoll(strstr(r->str, "used_memory:") + 12);
+    freeReplyObject(r);
+    if (pass == 0)
+      used_before = used;
+    else
+      used_after = used;
+  }
+  RH_CHECK(used_after - used_before < 65536,
+           "12000 commands grew memory by %lld", used_after - used_before);
+
+  /* MEMORY USAGE reports the structures, not a constant. */
+  long long m_small = rh_int(c, "MEMORY USAGE fw");
+  long long m_big = rh_int(c, "MEMORY USAGE f0");
+  RH_CHECK(m_small > 0 && m_big > 10 * m_small, "MEMORY USAGE %lld vs %lld",
+           m_small, m_big);
+  RH_CHECK(rh_int(c, "MEMORY USAGE t0") > 1000, "MEMORY USAGE table");
+}
+
+static void single_dump_restore(redisContext *c) {
+  const char *keys[] = {"t0", "f0", "tw", "fw", "c0", "c1"};
+  for (size_t k = 0; k < 6; k++) {
+    redisReply *d = rh_cmd(c, "DUMP %s", keys[k]);
+    RH_CHECK(d->type == REDIS_REPLY_STRING, "DUMP %s", keys[k]);
+    redisReply *r = rh_cmd(c, "RESTORE copy 0 %b", d->str, d->len);
+    RH_CHECK(r->type == REDIS_REPLY_STATUS, "RESTORE %s: %s", keys[k],
+             r->type == REDIS_REPLY_ERROR ? r->str : "?");
+    freeReplyObject(r);
+    redisReply *dg = rh_cmd(c, "DEBUG DIGEST-VALUE %s copy", keys[k]);
+    RH_CHECK(dg->elements == 2 &&
+                 strcmp(dg->element[0]->str, dg->element[1]->str) == 0,
+             "RESTOREd %s differs", keys[k]);
+    freeReplyObject(dg);
+    freeReplyObject(rh_cmd(c, "DEL copy"));
+
+    /* Hostile payloads: flip a byte, fix Redis' checksum, RESTORE. Each
+     * must be refused, or load a value equal to the original (Redis
+     * LZF-compresses long strings, and a flipped back-reference into a run
+     * of zeros decodes to the same bytes), or differ only in the module's
+     * clock word (a later clock is a reachable state; at most the 9 bytes
+     * of its length encoding). The server must answer afterwards. */
+    size_t len = d->len;
+    unsigned char *buf = malloc(len);
+    int refused = 0, same = 0, changed = 0, tries = 0;
+    for (size_t pos = 1; pos + 10 < len; pos += 1 + len / 300) {
+      memcpy(buf, d->str, len);
+      buf[pos] ^= (unsigned char)(0x5a + pos);
+      uint64_t crc = crc64_jones(buf, len - 8);
+      for (int b = 0; b < 8; b++)
+        buf[len - 8 + b] = (unsigned char)(crc >> (8 * b));
+      r = rh_cmd(c, "RESTORE hostile 0 %b REPLACE", buf, len);
+      tries++;
+      if (r->type == REDIS_REPLY_ERROR) {
+        refused++;
+      } else {
+        redisReply *h = rh_cmd(c, "DEBUG DIGEST-VALUE %s hostile", keys[k]);
+        if (strcmp(h->element[0]->str, h->element[1]->str) == 0)
+          same++;
+        else
+          changed++;
+        freeReplyObject(h);
+      }
+      freeReplyObject(r);
+    }
+    free(buf);
+    r = rh_cmd(c, "PING");
+    RH_CHECK(r->type == REDIS_REPLY_STATUS,
+             "server alive after hostile RESTOREs");
+    freeReplyObject(r);
+    printf(
+        "%s: %d mutated payloads: %d refused, %d loaded unchanged, %d "
+        "loaded changed\n",
+        keys[k], tries, refused, same, changed);
+    RH_CHECK(changed <= 9, "%d mutated %s payloads loaded as another value",
+             changed, keys[k]);
+    freeReplyObject(d);
+  }
+  freeReplyObject(rh_cmd(c, "DEL hostile"));
+}
+
+static void single_restart(rh_node *n, bool aof) {
+  redisContext *c = rh_connect(n->port, 5000);
+  RH_CHECK(c, "connect");
+  populate(c, 0);
+  if (aof) {
+    /* The rewrite emits IDEM.LOAD / FBF.LOAD (no RDB preamble); the writes
+     * after it are logged as explicit-time commands. */
+    freeReplyObject(rh_cmd(c, "BGREWRITEAOF"));
+    for (int i = 0; i < 200; i++) {
+      long long progress = 0;
+      redisReply *r = rh_cmd(c, "INFO persistence");
+      char *p = strstr(r->str, "aof_rewrite_in_progress:");
+      progress = p ? atoll(p + 24) : 0;
+      char *s = strstr(r->str, "aof_rewrite_scheduled:");
+      if (s) progress += atoll(s + 22);
+      freeReplyObject(r);
+      if (!progress) break;
+      rh_sleep_ms(50);
+    }
+  }
+  populate(c, 1);
+  char before[16384], after[16384];
+  fingerprint(c, before, sizeof before);
+  if (!aof) freeReplyObject(rh_cmd(c, "SAVE"));
+  redisFree(c);
+  rh_kill(n, SIGKILL);
+  rh_restart(n);
+  c = rh_connect(n->port, 5000);
+  fingerprint(c, after, sizeof after);
+  RH_CHECK(strcmp(before, after) == 0,
+           "%s restart changed the answers:\n%s\n%s", aof ? "AOF" : "RDB",
+           before, after);
+  /* Retries of what was applied before the restart are duplicates. */
+  redisReply *r = rh_cmd(c, "IDEM.INCRBY t1 k0 1 0 1");
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->element[1]->integer == 0,
+           "a retry after the %s restart was applied", aof ? "AOF" : "RDB");
+  freeReplyObject(r);
+  printf("%s restart: identical answers (%zu bytes of fingerprint)\n",
+         aof ? "AOF" : "RDB", strlen(before));
+  redisFree(c);
+}
+
+/* A corrupt IDEM payload in the RDB file: the server refuses to load it,
+ * with the module's log line, and does not crash. */
+static void single_corrupt_rdb(rh_node *n) {
+  redisContext *c = rh_connect(n->port, 5000);
+  freeReplyObject(rh_cmd(c, "FLUSHALL"));
+  populate(c, 0);
+  freeReplyObject(rh_cmd(c, "CONFIG SET rdbchecksum no"));
+  freeReplyObject(rh_cmd(c, "CONFIG SET rdbcompression no"));
+  freeReplyObject(rh_cmd(c, "SAVE"));
+  redisFree(c);
+  rh_kill(n, SIGKILL);
+  char path[700];
+  snprintf(path, sizeof path, "%s/dump.rdb", n->dir);
+  FILE *f = fopen(path, "r+b");
+  RH_CHECK(f, "open %s", path);
+  static unsigned char rdb[1 << 24];
+  size_t len = fread(rdb, 1, sizeof rdb, f);
+  /* The library's blobs start with the magic "BKIT"; damage a parameter
+   * byte of the first one (the checksum-free RDB does not notice). */
+  unsigned char *magic = memmem(rdb, len, "BKIT", 4);
+  RH_CHECK(magic, "no bloomkit blob in the RDB file");
+  magic[30] ^= 0x55;
+  fseek(f, 0, SEEK_SET);
+  fwrite(rdb, 1, len, f);
+  fclose(f);
+  RH_CHECK(rh_restart_expect_exit(n, 10000),
+           "the server loaded a corrupt RDB file");
+  RH_CHECK(rh_log_contains(n, "bloomkit: refusing a corrupt"),
+           "no log line from the module");
+  RH_CHECK(!rh_log_contains(n, "crashed by signal"), "the server crashed");
+  printf("corrupt RDB: refused with the module's log line\n");
+}
+
+static int scenario_single(void) {
+  const char *plain[] = {NULL};
+  rh_node *n = rh_start(plain);
+  redisContext *c = rh_connect(n->port, 5000);
+  single_commands(c);
+  single_dump_restore(c);
+  redisFree(c);
+  single_restart(n, false);
+  rh_kill(n, SIGKILL);
+
+  const char *aof[] = {"--appendonly",
+                       "yes",
+                       "--appendfsync",
+                       "always",
+                       "--aof-use-rdb-preamble",
+                       "no",
+                       NULL};
+  rh_node *m = rh_start(aof);
+  single_restart(m, true);
+  rh_kill(m, SIGKILL);
+
+  rh_node *k = rh_start(plain);
+  single_corrupt_rdb(k);
+
+  /* Bad module arguments fail the module's load, with a log line naming
+   * the argument; the module's defaults come from good ones. */
+  const char *bad[][2] = {{"retry_timeout 0", "retry_timeout"},
+                          {"fpp 1.5", "fpp"},
+                          {"strategy rbf", "strategy"},
+                          {"color red", "color"},
+                          {"fpp", "name value pairs"}};
+  char rdb[700];
+  snprintf(rdb, sizeof rdb, "%s/dump.rdb", k->dir);
+  remove(rdb);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    FILE *log = fopen(k->log, "w"); /* this start's lines only */
+    if (log) fclose(log);
+    rh_set_module_args(bad[i][0]);
+    RH_CHECK(rh_restart_expect_exit(k, 10000),
+             "the server started with module arguments '%s'", bad[i][0]);
+    RH_CHECK(rh_log_contains(k, bad[i][1]), "no log line naming '%s'",
+             bad[i][1]);
+  }
+  rh_set_module_args(
+      "retry_timeout 1234 fbf_window 999 cbf_capacity 77 "
+      "strategy adaptive");
+  rh_restart(k);
+  c = rh_connect(k->port, 5000);
+  redisReply *r;
+  freeReplyObject(rh_cmd(c, "IDEM.INCRBY d x 1 1 1"));
+  freeReplyObject(rh_cmd(c, "FBF.ADD d2 x"));
+  freeReplyObject(rh_cmd(c, "CBF.ADD d3 x"));
+  RH_CHECK(info_field(c, "IDEM.INFO", "d", "window_ms") >= 1234 &&
+               info_field(c, "IDEM.INFO", "d", "window_ms") < 1240,
+           "retry_timeout argument");
+  r = rh_cmd(c, "IDEM.INFO d");
+  RH_CHECK(strcmp(r->element[1]->str, "adaptive") == 0, "strategy argument");
+  freeReplyObject(r);
+  RH_CHECK(info_field(c, "FBF.INFO", "d2", "window_ms") == 999,
+           "fbf_window argument");
+  RH_CHECK(info_field(c, "CBF.INFO", "d3", "capacity") == 77,
+           "cbf_capacity argument");
+  redisFree(c);
+  printf(
+      "module arguments: bad ones refused with a log line, good ones used\n");
+  printf("single node: ok\n");
+  return 0;
+}
+
+/* ---- master + replica ---------------------------------------------------- */
+
+static int scenario_replica(void) {
+  const char *quick_sync[] = {"--repl-diskless-sync-delay", "0", NULL};
+  rh_node *master = rh_start(quick_sync);
+  redisContext *mc = rh_connect(master->port, 5000);
+  /* Before the replica exists: it gets these through the RDB full sync. */
+  long long ops = 0;
+  static bool acked[900];
+  for (int i = 0; i < 300; i++, ops++) {
+    acked[i] = true;
+    redisReply *r =
+        rh_cmd(mc, "IDEM.INCRBY {r}%d c%d 1 %d 1", i % 5, i % 13, i);
+    RH_CHECK(r->type == REDIS_REPLY_ARRAY, "write");
+    freeReplyObject(r);
+  }
+  freeReplyObject(rh_cmd(mc, "FBF.ADD ff a b c"));
+  char port[16];
+  snprintf(port, sizeof port, "%d", master->port);
+  const char *rargs[] = {"--replicaof", "127.0.0.1", port, NULL};
+  rh_node *replica = rh_start(rargs);
+  redisContext *rc = rh_connect(replica->port, 5000);
+  /* The full sync (an RDB of the module's types) done before the stream. */
+  uint64_t deadline = rh_now_ms() + 30000;
+  for (bool up = false; !up;) {
+    RH_CHECK(rh_now_ms() < deadline, "the replica did not sync");
+    redisReply *r = rh_cmd(rc, "INFO replication");
+    up = strstr(r->str, "master_link_status:up") != NULL;
+    freeReplyObject(r);
+    if (!up) rh_sleep_ms(50);
+  }
+  /* Then the stream: explicit creations, applied ops, retries, adds. */
+  freeReplyObject(rh_cmd(mc, "CBF.RESERVE cfb 1000 FPP 0.01 BITS 8 BLOCKED"));
+  freeReplyObject(rh_cmd(mc, "FBF.RESERVE fa 100 3000 ADAPTIVE"));
+  freeReplyObject(
+      rh_cmd(mc, "IDEM.RESERVE {r}ta RETRY_TIMEOUT 5000 STRATEGY adaptive"));
+  freeReplyObject(rh_cmd(mc, "CBF.ADD cfb p q"));
+  freeReplyObject(rh_cmd(mc, "FBF.ADD fa p q"));
+  freeReplyObject(rh_cmd(mc, "IDEM.INCRBY {r}ta p 9 9 9"));
+  for (int i = 300; i < 900; i++, ops++) {
+    int seq = i % 4 == 0 ? i - 150 : i; /* every 4th is a retry */
+    redisReply *r =
+        rh_cmd(mc, "IDEM.INCRBY {r}%d c%d 1 %d 1", seq % 5, seq % 13, seq);
+    RH_CHECK(r->type == REDIS_REPLY_ARRAY, "write");
+    RH_CHECK(r->element[1]->integer == (i % 4 != 0), "op %d: applied %lld", i,
+             r->element[1]->integer);
+    acked[seq] = true;
+    freeReplyObject(r);
+    if (i % 50 == 0) freeReplyObject(rh_cmd(mc, "FBF.ADD ff x%d", i));
+    if (i % 30 == 0)
+      freeReplyObject(rh_cmd(mc, "CBF.ADD cf y%d y%d", i, i + 1));
+    if (i % 90 == 0) freeReplyObject(rh_cmd(mc, "CBF.REM cf y%d", i - 30));
+  }
+  long long replicas = rh_int(mc, "WAIT 1 20000");
+  RH_CHECK(replicas == 1, "WAIT: %lld replicas", replicas);
+  redisReply *dm = rh_cmd(mc, "DEBUG DIGEST");
+  redisReply *dr = rh_cmd(rc, "DEBUG DIGEST");
+  RH_CHECK(strcmp(dm->str, dr->str) == 0,
+           "replica differs from master: %s vs %s", dm->str, dr->str);
+  freeReplyObject(dm);
+  freeReplyObject(dr);
+
+  /* Promote the replica; the master is gone. */
+  rh_kill(master, SIGKILL);
+  redisFree(mc);
+  freeReplyObject(rh_cmd(rc, "REPLICAOF NO ONE"));
+  long long dup = 0, reapplied = 0;
+  for (int i = 0; i < 900; i++) {
+    if (!acked[i]) continue;
+    redisReply *r =
+        rh_cmd(rc, "IDEM.INCRBY {r}%d c%d 1 %d 1", i % 5, i % 13, i);
+    RH_CHECK(r->type == REDIS_REPLY_ARRAY, "retry on the promoted replica: %s",
+             r->type == REDIS_REPLY_ERROR ? r->str : "?");
+    if (r->element[1]->integer)
+      reapplied++;
+    else
+      dup++;
+    freeReplyObject(r);
+  }
+  long long total = 0;
+  for (int t = 0; t < 5; t++)
+    for (int k = 0; k < 13; k++) {
+      redisReply *r = rh_cmd(rc, "IDEM.GET {r}%d c%d", t, k);
+      if (r->type == REDIS_REPLY_INTEGER) total += r->integer;
+      freeReplyObject(r);
+    }
+  printf(
+      "replica promoted: %lld retries of acknowledged ops, %lld duplicates, "
+      "%lld re-applied; counters sum %lld (ops %lld)\n",
+      dup + reapplied, dup, reapplied, total, ops);
+  RH_CHECK(reapplied == 0, "%lld retries re-applied on the promoted replica",
+           reapplied);
+  RH_CHECK(total == dup, "counters sum %lld, expected %lld distinct ops", total,
+           dup);
+  redisReply *r = rh_cmd(rc, "IDEM.INCRBY {r}0 c0 1 100000 1");
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->element[1]->integer == 1,
+           "a new op on the promoted replica");
+  freeReplyObject(r);
+  RH_CHECK(
+      rh_int(rc, "FBF.EXISTS ff x850") == 1 && rh_int(rc, "FBF.EXISTS ff a"),
+      "FBF on the promoted replica");
+  RH_CHECK(rh_int(rc, "CBF.COUNT cf y841") >= 1 &&
+               rh_int(rc, "CBF.EXISTS cf y900") == 0,
+           "CBF on the promoted replica");
+  redisFree(rc);
+  printf("master + replica: ok\n");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr,
+            "usage: test_redis single|replica MODULE\n"
+            "       test_redis cluster MODULE failover|reshard [wait]\n");
+    return 2;
+  }
+  const char *scenario = argv[1], *module = argv[2];
+  if (strcmp(scenario, "cluster") == 0) {
+    if (argc < 4) return 2;
+    return rh_cluster_scenario(module, argv[3],
+                               argc > 4 && strcmp(argv[4], "wait") == 0);
+  }
+  rh_init(getenv("BK_REDIS_SERVER"), getenv("BK_REDIS_CLI"), module,
+          "retry_timeout 30000 fpp 0.0001 ops_per_period 2000 max_alloc_mb 64");
+  if (strcmp(scenario, "single") == 0) return scenario_single();
+  if (strcmp(scenario, "replica") == 0) return scenario_replica();
+  fprintf(stderr, "unknown scenario %s\n", scenario);
+  return 2;
+}
