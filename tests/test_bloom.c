@@ -1093,10 +1093,12 @@ static void test_concurrent_writers(void **state) {
   assert_non_null(keys);
   uint64_t rng = 1001;
   for (size_t i = 0; i < 2 * n; i++) keys[i] = bk_test_next(&rng);
-  for (int layout = 0; layout < 2; layout++) {
-    /* Small (2^16 bits = 128 cache lines): the writers collide on words. */
+  for (int layout = 0; layout < 3; layout++) {
+    /* Small (2^16 bits = 128 cache lines): the writers collide on words.
+     * Split-block (layout 2) has k = 8. */
+    unsigned k = layout == BK_BLOOM_SPLIT_BLOCK ? 8 : 3;
     bk_bloom *b =
-        make_mk(1u << 16, 3, (bk_bloom_layout)layout, BK_HASH_XXH3, 0);
+        make_mk(1u << 16, k, (bk_bloom_layout)layout, BK_HASH_XXH3, 0);
     pthread_barrier_t barrier;
     pthread_barrier_init(&barrier, NULL, 2);
     writer_ctx c0 = {b, keys, n, 0, &barrier};
@@ -1110,7 +1112,7 @@ static void test_concurrent_writers(void **state) {
     assert_int_equal(c0.errors + c1.errors, 0);
     /* Sequential reference: the same keys added by one thread. */
     bk_bloom *ref =
-        make_mk(1u << 16, 3, (bk_bloom_layout)layout, BK_HASH_XXH3, 0);
+        make_mk(1u << 16, k, (bk_bloom_layout)layout, BK_HASH_XXH3, 0);
     for (size_t i = 0; i < 2 * n; i++) add_u64(ref, keys[i]);
     assert_same_blob(b, ref);
     bk_bloom_destroy(ref);
