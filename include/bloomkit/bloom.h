@@ -26,8 +26,9 @@
  * _hash and batch forms) may run concurrently from any number of threads on
  * one filter. Each word an add changes is set with one atomic OR (skipped
  * when the word already holds the add's bits: standard, one word per bit;
- * blocked, at most 8 words of one 64-byte line; split-block, at most 4
- * 64-bit words of one 32-byte block); add_if_absent is linearizable: of
+ * blocked, at most 8 words of one 64-byte line; split-block, each 16-byte
+ * half of its 32-byte block with one compare-and-swap on x86-64, at most 4
+ * 64-bit ORs elsewhere); add_if_absent is linearizable: of
  * several threads adding the same new key at once, exactly one is told it
  * was new. With `single_writer` set, at most one thread at a time may add
  * (add, add_hash, add_many, add_if_absent), while any number of threads

@@ -260,6 +260,45 @@ static inline bool split_test_portable(const uint64_t *blk, uint32_t key) {
 
 /* Sets the masks into the block (the shape of blocked_add); returns true
  * when a bit was clear. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(__SANITIZE_THREAD__)
+/* x86-64: the block's two 16-byte halves are each set with one lock
+ * cmpxchg16b (every x86-64 CPU that has AVX2 has it; the portable path
+ * below needs nothing), so an add costs at most two locked instructions
+ * instead of four. Concurrent adders of a split-block filter all write
+ * through here, and readers load 64-bit words, which a 16-byte CAS changes
+ * together. (TSan cannot see inline assembly: its builds take the 64-bit
+ * ORs below.) Returns whether a bit was clear. */
+#define SPLIT_CAS16 1
+static inline bool cas16(uint64_t *p, uint64_t *expect_lo, uint64_t *expect_hi,
+                         uint64_t new_lo, uint64_t new_hi) {
+  bool ok;
+  __asm__ __volatile__("lock cmpxchg16b %1"
+                       : "=@ccz"(ok), "+m"(*(bk__u128 *)(void *)p),
+                         "+a"(*expect_lo), "+d"(*expect_hi)
+                       : "b"(new_lo), "c"(new_hi)
+                       : "memory");
+  return ok;
+}
+
+static inline bool split_set(uint64_t *blk,
+                             const uint64_t mask[SPLIT_WORDS64]) {
+  bool changed = false;
+  for (unsigned half = 0; half < 2; half++) {
+    uint64_t *p = blk + 2 * half;
+    const uint64_t m0 = mask[2 * half], m1 = mask[2 * half + 1];
+    uint64_t lo = __atomic_load_n(&p[0], __ATOMIC_RELAXED);
+    uint64_t hi = __atomic_load_n(&p[1], __ATOMIC_RELAXED);
+    /* A failed CAS reloads lo and hi, so the loop retries only while
+     * another adder changes this half in between. */
+    while ((m0 & ~lo) | (m1 & ~hi)) {
+      changed = true;
+      if (cas16(p, &lo, &hi, lo | m0, hi | m1)) break;
+    }
+  }
+  return changed;
+}
+#else
 static inline bool split_set(uint64_t *blk,
                              const uint64_t mask[SPLIT_WORDS64]) {
   unsigned todo = 0;
@@ -275,6 +314,7 @@ static inline bool split_set(uint64_t *blk,
   }
   return changed;
 }
+#endif
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define BK_SPLIT_AVX2 1
