@@ -68,6 +68,7 @@ struct bk_bloom {
   unsigned k;
   bk_bloom_layout layout;
   bool simd;            /* split-block: the AVX2 path (the CPU has it) */
+  bool cas16;           /* split-block: concurrent adds by 16-byte CAS */
   bool single_writer;   /* adds from one thread at a time: plain RMW */
   bk_hash_alg hash_alg; /* never BK_HASH_DEFAULT */
   uint64_t seed;
@@ -260,47 +261,10 @@ static inline bool split_test_portable(const uint64_t *blk, uint32_t key) {
 
 /* Sets the masks into the block (the shape of blocked_add); returns true
  * when a bit was clear. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(__SANITIZE_THREAD__)
-/* x86-64: the block's two 16-byte halves are each set with one lock
- * cmpxchg16b (every x86-64 CPU that has AVX2 has it; the portable path
- * below needs nothing), so an add costs at most two locked instructions
- * instead of four. Concurrent adders of a split-block filter all write
- * through here, and readers load 64-bit words, which a 16-byte CAS changes
- * together. (TSan cannot see inline assembly: its builds take the 64-bit
- * ORs below.) Returns whether a bit was clear. */
-#define SPLIT_CAS16 1
-static inline bool cas16(uint64_t *p, uint64_t *expect_lo, uint64_t *expect_hi,
-                         uint64_t new_lo, uint64_t new_hi) {
-  bool ok;
-  __asm__ __volatile__("lock cmpxchg16b %1"
-                       : "=@ccz"(ok), "+m"(*(bk__u128 *)(void *)p),
-                         "+a"(*expect_lo), "+d"(*expect_hi)
-                       : "b"(new_lo), "c"(new_hi)
-                       : "memory");
-  return ok;
-}
-
-static inline bool split_set(uint64_t *blk,
-                             const uint64_t mask[SPLIT_WORDS64]) {
-  bool changed = false;
-  for (unsigned half = 0; half < 2; half++) {
-    uint64_t *p = blk + 2 * half;
-    const uint64_t m0 = mask[2 * half], m1 = mask[2 * half + 1];
-    uint64_t lo = __atomic_load_n(&p[0], __ATOMIC_RELAXED);
-    uint64_t hi = __atomic_load_n(&p[1], __ATOMIC_RELAXED);
-    /* A failed CAS reloads lo and hi, so the loop retries only while
-     * another adder changes this half in between. */
-    while ((m0 & ~lo) | (m1 & ~hi)) {
-      changed = true;
-      if (cas16(p, &lo, &hi, lo | m0, hi | m1)) break;
-    }
-  }
-  return changed;
-}
-#else
-static inline bool split_set(uint64_t *blk,
-                             const uint64_t mask[SPLIT_WORDS64]) {
+/* Sets the masks into the block with up to four 64-bit atomic ORs (the
+ * shape of blocked_add); returns true when a bit was clear. */
+static inline bool split_set_or(uint64_t *blk,
+                                const uint64_t mask[SPLIT_WORDS64]) {
   unsigned todo = 0;
   for (unsigned j = 0; j < SPLIT_WORDS64; j++)
     todo |=
@@ -314,7 +278,67 @@ static inline bool split_set(uint64_t *blk,
   }
   return changed;
 }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(__SANITIZE_THREAD__)
+/* x86-64 with CMPXCHG16B (checked by cpuid at create: b->cas16): the
+ * block's two 16-byte halves are each set with one lock cmpxchg16b, so an
+ * add costs at most two locked instructions instead of four. All
+ * concurrent adders of a filter take the same path (the flag is fixed at
+ * create), and readers load 64-bit words, which a 16-byte exchange changes
+ * together. (TSan cannot see inline assembly: its builds keep the ORs.) */
+#define SPLIT_CAS16 1
+#include <cpuid.h>
+
+static bool cpu_has_cx16(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_CMPXCHG16B) != 0;
+}
+
+static inline bool cas16(uint64_t *p, uint64_t *expect_lo, uint64_t *expect_hi,
+                         uint64_t new_lo, uint64_t new_hi) {
+  bool ok;
+  __asm__ __volatile__("lock cmpxchg16b %1"
+                       : "=@ccz"(ok), "+m"(*(bk__u128 *)(void *)p),
+                         "+a"(*expect_lo), "+d"(*expect_hi)
+                       : "b"(new_lo), "c"(new_hi)
+                       : "memory");
+  return ok;
+}
+
+/* Returns whether a bit was clear. A failed exchange reloads the half, so
+ * the loop retries only while another adder changes it in between. */
+static inline bool split_set_cas(uint64_t *blk,
+                                 const uint64_t mask[SPLIT_WORDS64]) {
+  bool changed = false;
+  for (unsigned half = 0; half < 2; half++) {
+    uint64_t *p = blk + 2 * half;
+    const uint64_t m0 = mask[2 * half], m1 = mask[2 * half + 1];
+    uint64_t lo = __atomic_load_n(&p[0], __ATOMIC_RELAXED);
+    uint64_t hi = __atomic_load_n(&p[1], __ATOMIC_RELAXED);
+    while ((m0 & ~lo) | (m1 & ~hi)) {
+      changed = true;
+      if (cas16(p, &lo, &hi, lo | m0, hi | m1)) break;
+    }
+  }
+  return changed;
+}
+#else
+static bool cpu_has_cx16(void) {
+  return false;
+}
 #endif
+
+/* The concurrent split-block add: the 16-byte exchanges where the CPU has
+ * them, else the 64-bit ORs. */
+static inline bool split_set(const bk_bloom *b, uint64_t *blk,
+                             const uint64_t mask[SPLIT_WORDS64]) {
+#ifdef SPLIT_CAS16
+  if (b->cas16) return split_set_cas(blk, mask);
+#endif
+  (void)b;
+  return split_set_or(blk, mask);
+}
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define BK_SPLIT_AVX2 1
@@ -395,7 +419,7 @@ static inline void split_key_masks(const bk_bloom *b, uint32_t key,
 static inline bool split_add(bk_bloom *b, bk_hash h) {
   uint64_t mask[SPLIT_WORDS64];
   split_key_masks(b, (uint32_t)h.lo, mask);
-  return split_set(split_block_of(b, h.lo), mask);
+  return split_set(b, split_block_of(b, h.lo), mask);
 }
 
 /* ---- single-writer adds ----------------------------------------------------
@@ -464,7 +488,7 @@ __attribute__((target("avx2"), noinline)) static void split_add_key_avx2(
   if (b->single_writer) {
     for (unsigned j = 0; j < SPLIT_WORDS64; j++) (void)sw_or(&blk[j], mask[j]);
   } else {
-    (void)split_set(blk, mask);
+    (void)split_set(b, blk, mask);
   }
 }
 #endif
@@ -587,6 +611,7 @@ static bk_status bloom_new(bk_bloom **out, const bk__alloc *al, uint64_t m,
   b->n_blocks = layout == BK_BLOOM_SPLIT_BLOCK ? m / BK_SPLIT_BLOCK_BITS
                                                : m / BK_BLOCK_BITS;
   b->simd = layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_avx2();
+  b->cas16 = layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_cx16();
   b->k = k;
   b->layout = layout;
   b->hash_alg = alg == BK_HASH_DEFAULT ? BK_HASH_XXH3 : alg;
@@ -629,10 +654,12 @@ void bk_bloom_destroy(bk_bloom *b) {
 }
 
 /* Tests only (declared in internal.h): run a split-block filter on the AVX2
- * path (on = true, when the CPU has it) or the portable one. Returns whether
- * the AVX2 path is now in use. */
+ * path and 16-byte exchanges (on = true, where the CPU has them) or the
+ * portable probe and 64-bit ORs. Returns whether the AVX2 path is now in
+ * use. */
 bool bk__bloom_use_simd(bk_bloom *b, bool on) {
   b->simd = on && b->layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_avx2();
+  b->cas16 = on && b->layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_cx16();
   return b->simd;
 }
 
