@@ -12,6 +12,7 @@ static void register_all(void) {
   bk_bench_register_idem();
   bk_bench_register_cbf();
   bk_bench_register_scbf();
+  bk_bench_register_kbf();
   bk_bench_register_bloomclock();
 }
 
@@ -22,6 +23,7 @@ int main(int argc, char **argv) {
   bk_bench_release_idem();
   bk_bench_release_cbf();
   bk_bench_release_scbf();
+  bk_bench_release_kbf();
   bk_bench_release_bloomclock();
   return status;
 }

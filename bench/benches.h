@@ -33,6 +33,10 @@ void bk_bench_release_cbf(void);
 void bk_bench_register_scbf(void);
 void bk_bench_release_scbf(void);
 
+/* bench_kbf.c: bk_kbf (10 M keys, p = 1e-4, 3000 values) against a
+ * bk_bloom of the same m and k. */
+void bk_bench_register_kbf(void);
+void bk_bench_release_kbf(void);
 /* bench_bloomclock.c: bk_bloomclock tick, merge, receive and compare at
  * m = 64 .. 4096 against memcpy, and against bk_vclock at p = 1024, 4096. */
 void bk_bench_register_bloomclock(void);

@@ -175,6 +175,8 @@ static void test_greedy(void **state) {
                    BK_EINVAL);
   assert_bk_status(bk_kbf_encodings_greedy(4, 40, 0, e, &found, NULL),
                    BK_EINVAL);
+  assert_bk_status(bk_kbf_encodings_greedy(4, 33, 0, e, &found, NULL),
+                   BK_EINVAL); /* a 1 GiB bitmap */
   /* The regression inverse is exact on the greedy table, as binary search. */
   bk_kbf_regression r;
   assert_bk_ok(bk_kbf_regression_fit(e, 400, &r));
@@ -421,7 +423,9 @@ static hand hand_new(bk_kbf_decode option) {
 
 static void hand_set(hand *h, int pos, uint32_t count, const int *values) {
   uint64_t x = 0;
-  for (int i = 0; values[i] >= 0; i++) x ^= h->f->enc[values[i]];
+  /* The pool's encoding, assigned or not (index 25 is not). */
+  for (int i = 0; values[i] >= 0; i++)
+    x ^= bk__kbf_pool_encoding(&h->f->pool, (uint32_t)values[i]);
   ((uint32_t *)h->f->main.data)[h->idx[pos]] = count << 29 | (uint32_t)x;
 }
 
@@ -579,6 +583,98 @@ static void test_join_compress(void **state) {
   bk_kbf_destroy(b);
   free(ra);
   free(rb);
+}
+
+/* A chain grows by one kBF per p-capacity; every stored key answers from
+ * the kBF that holds it, updates and deletes reach old kBFs. */
+static void test_chain(void **state) {
+  (void)state;
+  const uint32_t cap = 500, n = 2000;
+  bk_kbf_chain *c = NULL;
+  assert_bk_status(
+      bk_kbf_chain_create(&c, &(bk_kbf_config){.m_cells = 100, .k = 3}),
+      BK_EINVAL);
+  assert_null(c);
+  assert_bk_ok(bk_kbf_chain_create(
+      &c, &(bk_kbf_config){.capacity = cap, .fpp = 1e-3, .max_values = 63}));
+  uint32_t *ref = malloc(n * sizeof *ref);
+  for (uint32_t i = 0; i < n; i++) {
+    ref[i] = i % 40;
+    char v[32];
+    size_t vl;
+    value_name(ref[i], v, &vl);
+    const uint64_t key = i;
+    assert_bk_ok(bk_kbf_chain_insert(c, &key, sizeof key, v, vl));
+  }
+  assert_int_equal(bk_kbf_chain_length(c), n / cap);
+  for (size_t i = 0; i < n / cap; i++) {
+    bk_kbf_info in = info_of(bk_kbf_chain_get(c, i));
+    assert_int_equal(in.n_keys, cap);
+    assert_true(in.rho <= 1.1);
+  }
+  assert_null(bk_kbf_chain_get(c, n / cap));
+  /* Update the oldest quarter, delete the next. */
+  for (uint32_t i = 0; i < n / 4; i++) {
+    const uint64_t key = i;
+    char v[32];
+    size_t vl;
+    value_name(50, v, &vl);
+    bk_status s = bk_kbf_chain_update(c, &key, sizeof key, v, vl);
+    if (s == BK_OK)
+      ref[i] = 50;
+    else
+      assert_int_equal(s, BK_EUNDECODABLE);
+  }
+  for (uint32_t i = n / 4; i < n / 2; i++) {
+    const uint64_t key = i;
+    bk_status s = bk_kbf_chain_delete(c, &key, sizeof key);
+    if (s == BK_OK)
+      ref[i] = UINT32_MAX;
+    else
+      assert_int_equal(s, BK_EUNDECODABLE);
+  }
+  uint64_t wrong = 0, undecodable = 0, absent = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const uint64_t key = i;
+    bk_kbf_result r;
+    const void *v;
+    size_t vl;
+    assert_bk_ok(bk_kbf_chain_query(c, &key, sizeof key, &r, &v, &vl));
+    if (ref[i] == UINT32_MAX) continue; /* deleted: may be a false positive */
+    char want[32];
+    size_t wl;
+    value_name(ref[i], want, &wl);
+    if (r == BK_KBF_FOUND) wrong += vl != wl || memcmp(v, want, wl) != 0;
+    undecodable += r == BK_KBF_UNDECODABLE;
+    absent += r == BK_KBF_ABSENT;
+  }
+  assert_int_equal(wrong, 0);
+  assert_int_equal(absent, 0);
+  assert_true(undecodable <= 3); /* each kBF at rho <= 1: ~1e-3 per key */
+  const uint64_t never = 999999;
+  assert_bk_status(bk_kbf_chain_delete(c, &never, sizeof never), BK_ENOTFOUND);
+  assert_bk_status(bk_kbf_chain_insert(NULL, "k", 1, "v", 1), BK_EINVAL);
+  free(ref);
+  bk_kbf_chain_destroy(c);
+  bk_kbf_chain_destroy(NULL);
+  /* OOM: every failure is BK_ENOMEM with nothing left behind. */
+  bk_test_alloc st;
+  for (size_t fail = 1; fail <= 8; fail++) {
+    bk_allocator al = bk_test_allocator(&st, fail);
+    bk_kbf_chain *d = NULL;
+    bk_status s = bk_kbf_chain_create(
+        &d, &(bk_kbf_config){.capacity = 10, .allocator = &al});
+    if (s == BK_OK) {
+      for (uint64_t i = 0; i < 30 && s == BK_OK; i++)
+        s = bk_kbf_chain_insert(d, &i, sizeof i, "v", 1);
+      assert_true(s == BK_OK || s == BK_ENOMEM);
+      bk_kbf_chain_destroy(d);
+    } else {
+      assert_int_equal(s, BK_ENOMEM);
+      assert_null(d);
+    }
+    assert_int_equal(st.live, 0);
+  }
 }
 
 /* ---- capacity (Sec. 4) against simulation
@@ -941,6 +1037,7 @@ int main(void) {
       cmocka_unit_test(test_overload_never_wrong),
       cmocka_unit_test(test_decode_by_hand),
       cmocka_unit_test(test_join_compress),
+      cmocka_unit_test(test_chain),
       cmocka_unit_test(test_capacity_formulas),
       cmocka_unit_test(test_decode_failure_matches_own_cell_load),
       cmocka_unit_test(test_arguments),

@@ -22,7 +22,7 @@
  * the rules of Sec. 3.2 hold by construction, with P = 2t bits for up to
  * 2^t - 1 values (the bound of Sec. 3.2 to within one bit). The paper's
  * greedy search (Algorithm 1) is bk_kbf_encodings_greedy, for comparison:
- * it needs far more bits than the paper reports (docs/design.md, 5.9).
+ * it needs far more bits than the paper reports (docs/design.md, 5.13).
  *
  * Thread safety: queries (query, contains, value, info, serialize) may run
  * concurrently with each other; every mutation (insert, update, delete,
@@ -219,6 +219,51 @@ BK_API bk_status bk_kbf_deserialize(const void *buf, size_t len,
                                     const bk_allocator *allocator,
                                     bk_kbf **out);
 
+/* ---- chaining (Sec. 3.4, 4) ------------------------------------------------
+ */
+
+/**
+ * A chain of kBFs of one config (Sec. 3.4: "whenever this reaches near its
+ * maximum, we can allocate another kBF of the same size"; Sec. 4: so that no
+ * kBF passes its p-capacity). Inserts go to the newest kBF; when it holds
+ * `capacity` keys (the config must size by capacity) a new empty one is
+ * appended. Queries consult the kBFs newest first: the first that decodes
+ * a value answers; "not decodable" if none does and one could not tell;
+ * else "absent". update and delete act on the newest kBF that decodes the
+ * key. Each kBF keeps its own s-kBF and value table. Thread safety: as
+ * bk_kbf.
+ */
+typedef struct bk_kbf_chain bk_kbf_chain;
+
+/** Create a chain holding one empty kBF. Errors: BK_EINVAL (no capacity in
+ * cfg, or a bad config), BK_ENOMEM. */
+BK_API bk_status bk_kbf_chain_create(bk_kbf_chain **out,
+                                     const bk_kbf_config *cfg);
+/** Free the chain and its kBFs. NULL does nothing. */
+BK_API void bk_kbf_chain_destroy(bk_kbf_chain *c);
+/** INSERT into the newest kBF, appending one first if it is full.
+ * Errors: as bk_kbf_insert. */
+BK_API bk_status bk_kbf_chain_insert(bk_kbf_chain *c, const void *key,
+                                     size_t len, const void *value,
+                                     size_t value_len);
+/** QUERY, newest first; *value points into the kBF that answered. Cost:
+ * O(n_filters k t). Errors: BK_EINVAL. */
+BK_API bk_status bk_kbf_chain_query(const bk_kbf_chain *c, const void *key,
+                                    size_t len, bk_kbf_result *result,
+                                    const void **value, size_t *value_len);
+/** UPDATE / DELETE in the newest kBF that decodes the key. Errors: as
+ * bk_kbf_update / bk_kbf_delete (BK_ENOTFOUND when none has it,
+ * BK_EUNDECODABLE when none decodes it and one could not tell). */
+BK_API bk_status bk_kbf_chain_update(bk_kbf_chain *c, const void *key,
+                                     size_t len, const void *value,
+                                     size_t value_len);
+BK_API bk_status bk_kbf_chain_delete(bk_kbf_chain *c, const void *key,
+                                     size_t len);
+/** How many kBFs the chain holds; kBF i (oldest 0) for reading, or NULL
+ * past the end (valid until the next insert). */
+BK_API size_t bk_kbf_chain_length(const bk_kbf_chain *c);
+BK_API const bk_kbf *bk_kbf_chain_get(const bk_kbf_chain *c, size_t i);
+
 /* ---- encodings (Sec. 3.2) ------------------------------------------------ */
 
 /**
@@ -250,10 +295,11 @@ typedef struct bk_kbf_greedy_stats {
  * expected entry (n(n+1)/2), as steps 3 and 9: a candidate it reports is
  * rejected (possibly a false collision), so an admitted one is exact. With
  * 0, an exact bitmap of 2^max_bits bits. out[0..n) gets the encodings
- * (increasing). Errors: BK_EINVAL (n == 0, max_bits outside 2..36, NULL
- * out), BK_ERANGE (the n-th encoding would need more than max_bits bits:
- * out holds what was found, *found how many), BK_ENOMEM.
- * Cost: about e_n candidates, e_n ~ 0.007 n^3 (measured; not O(n^2)).
+ * (increasing). Errors: BK_EINVAL (n == 0, max_bits outside 2..36 or
+ * above 32 for the exact bitmap, NULL out), BK_ERANGE (the n-th encoding would
+ * need more than max_bits bits: out holds what was found, *found how many),
+ * BK_ENOMEM. Cost: about e_n candidates, e_n ~ 0.007 n^3 (measured; not
+ * O(n^2)).
  */
 BK_API bk_status bk_kbf_encodings_greedy(uint32_t n, unsigned max_bits,
                                          double bloom_bits_per_entry,
@@ -315,7 +361,7 @@ BK_API double bk_kbf_pn(double rho);
  * P_n^k + k P_n^(k-1) P(c = 2), which uses a random cell's load; false
  * gives the load of a stored key's own cell (1 + Poisson(rho ln 2)):
  * q3^k + k q2 q3^(k-1), q2 = L e^-L, q3 = 1 - (1 + L) e^-L, L = rho ln 2
- * (docs/design.md, 5.10). Distinct co-resident values are assumed.
+ * (docs/design.md, 5.13). Distinct co-resident values are assumed.
  */
 BK_API double bk_kbf_decode_failure(double rho, unsigned k, bool paper);
 

@@ -43,6 +43,7 @@
 
 #include "bloomkit/bloom.h"
 #include "bloomkit/cbf.h"
+#include "bloomkit/kbf.h"
 #include "bloomkit/fbf.h"
 #include "bloomkit/hash.h"
 #include "bloomkit/params.h"
@@ -409,6 +410,45 @@ static const kind cbf_kind = {cbf_create,   cbf_destroy,      cbf_add,
                               cbf_add_many, cbf_remove,       cbf_remove_many,
                               cbf_contains, cbf_contains_many, cbf_memory};
 
+/* bk_kbf, 32-bit cells, sized as the Bloom filters; each key stores one of
+ * 15 values (its id mod 15). contains, as a set: the query does not say
+ * "absent" (a value, or not decodable); bloomkit kbf-experiments measures
+ * the values. */
+static void *kbf_create(const workload *w, unsigned v, double *target) {
+  (void)v;
+  uint64_t m;
+  unsigned k;
+  size_for(w, &m, &k, target);
+  if (m == 0) return NULL;
+  bk_kbf_config c = {.m_cells = m, .k = k, .max_values = 15, .seed = w->seed};
+  bk_kbf *f = NULL;
+  return bk_kbf_create(&f, &c) == BK_OK ? f : NULL;
+}
+static void kbf_destroy(void *s) { bk_kbf_destroy(s); }
+static bk_status kbf_add(void *s, const void *key, size_t len, uint64_t id) {
+  const unsigned char value = (unsigned char)(id % 15);
+  return bk_kbf_insert(s, key, len, &value, 1);
+}
+static bk_status kbf_remove(void *s, const void *key, size_t len,
+                            uint64_t id) {
+  (void)id;
+  return bk_kbf_delete(s, key, len);
+}
+static bool kbf_contains(const void *s, const void *key, size_t len) {
+  bk_kbf_result r = BK_KBF_ABSENT;
+  (void)bk_kbf_query(s, key, len, &r, NULL, NULL);
+  return r != BK_KBF_ABSENT;
+}
+static size_t kbf_memory(const void *s) {
+  bk_kbf_info i;
+  return bk_kbf_info_get(s, &i) == BK_OK
+             ? i.memory_cells + i.memory_skbf + i.memory_values
+             : 0;
+}
+static const kind kbf_kind = {kbf_create,   kbf_destroy, kbf_add,
+                              NULL,         kbf_remove,  NULL,
+                              kbf_contains, NULL,        kbf_memory};
+
 /* bk_scbf in memory, sized for the keys in its first filter. */
 static void *scbf_create(const workload *w, unsigned v, double *target) {
   (void)v;
@@ -565,6 +605,7 @@ static const variant variants[] = {
     {"scbf 4-bit (in memory)", &scbf_kind, 0, false},
     {"fbf N=1", &fbf_kind, 0, true},
     {"rbf", &rbf_kind, 0, true},
+    {"kbf 32-bit cells", &kbf_kind, 0, false},
 #ifdef BK_HAVE_LIBBLOOM
     {"libbloom (peer)", &lb_kind, 0, false},
 #endif
@@ -891,6 +932,7 @@ static const char *const variant_names[N_VARIANTS + 1] = {
     "bloom-standard",   "bloom-blocked", "bloom-split",  "bloom-standard-1w",
     "bloom-blocked-1w", "bloom-split-1w", "cbf-standard", "cbf-blocked",
     "cbf-standard-1w",  "scbf",          "fbf",          "rbf",
+    "kbf",
 #ifdef BK_HAVE_LIBBLOOM
     "libbloom",
 #endif

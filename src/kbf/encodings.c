@@ -175,12 +175,14 @@ bk_status bk_kbf_encodings_greedy(uint32_t n, unsigned max_bits,
   BK_RETURN_IF(!out || n == 0 || max_bits < 2 || max_bits > 36, BK_EINVAL);
   BK_RETURN_IF(!(bloom_bits_per_entry >= 0.0) || bloom_bits_per_entry > 1024.0,
                BK_EINVAL);
+  /* The exact bitmap is 2^max_bits bits: at most 512 MiB. */
+  BK_RETURN_IF(bloom_bits_per_entry == 0.0 && max_bits > 32, BK_EINVAL);
   member_set s = {0};
   const uint64_t limit = (uint64_t)1 << max_bits;
   if (bloom_bits_per_entry > 0) {
     const double entries = (double)n * ((double)n + 1) / 2;
     const double bits = ceil(entries * bloom_bits_per_entry);
-    BK_RETURN_IF(bits > 1e12, BK_EINVAL);
+    BK_RETURN_IF(bits > 0x1p35, BK_EINVAL); /* 4 GiB of filter */
     s.n_bits = (uint64_t)bits < 64 ? 64 : (uint64_t)bits;
     double k = round(bloom_bits_per_entry * 0.6931471805599453);
     s.k = k < 1 ? 1u : k > 32 ? 32u : (unsigned)k;

@@ -24,8 +24,9 @@
 #include "bloomkit/params.h"
 #include "kbf/kbf_internal.h"
 
-#define SKBF_SEED_DOMAIN 0x6B6266u /* "kbf": the s-kBF's seed is seed ^ this \
-                                    */
+#define SKBF_SEED_DOMAIN                              \
+  0x6B6266u /* "kbf": the s-kBF's seed is seed ^ this \
+             */
 
 /* ---- cells -------------------------------------------------------------- */
 
@@ -122,6 +123,12 @@ static decoded decode_cells(const bk_kbf *f, const bk__kbf_cells *c,
   const unsigned k = c->k;
   uint64_t w[BK_K_MAX];
   decoded d = {BK_KBF_ABSENT, 0};
+  /* All k cells are read (the checks below use every one), so start
+   * their cache misses together. */
+  const unsigned char *base = c->data;
+  const unsigned width = f->cell_bits / 8;
+  for (unsigned i = 0; i < k; i++)
+    __builtin_prefetch(base + idx[i] * width, 0, 0);
   for (unsigned i = 0; i < k; i++) {
     w[i] = cell_get(f, c, idx[i]);
     if (cnt_of(f, w[i]) == 0) return d; /* some cell empty */
