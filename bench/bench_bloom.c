@@ -315,10 +315,9 @@ static void bench_filter(bk_bench_state *st, void *p) {
     case ADDS_IF_ABSENT_SW:
       /* Only this thread adds to the scratch: single_writer holds. */
       (void)bk_bloom_set_single_writer(b->scratch, true);
-      t = bk_fx_fresh_adds(st,
-                           o->loop == ADDS_SW ? bk_fx_bloom_add
-                                              : bk_fx_bloom_add_if_absent,
-                           b->scratch, &b->fresh);
+      t = bk_fx_fresh_adds(
+          st, o->loop == ADDS_SW ? bk_fx_bloom_add : bk_fx_bloom_add_if_absent,
+          b->scratch, &b->fresh);
       (void)bk_bloom_set_single_writer(b->scratch, false);
       break;
   }
@@ -431,15 +430,15 @@ static void register_targets(void) {
         snprintf(label, sizeof label, "split vs %s %s, %llu MiB",
                  layout_name(layouts[l]), split_vs[i], mib);
         snprintf(num, sizeof num, "%lluMiB/split/%s", mib, split_vs[i]);
-        snprintf(den, sizeof den, "%lluMiB/%s/%s", mib,
-                 layout_name(layouts[l]), split_vs[i]);
+        snprintf(den, sizeof den, "%lluMiB/%s/%s", mib, layout_name(layouts[l]),
+                 split_vs[i]);
         bk_fx_ratio(label, num, den, BK_FX_INFO);
       }
     }
     for (int l = 0; l < N_LAYOUTS; l++) {
       const char *lay = layout_name(layouts[l]);
-      snprintf(label, sizeof label, "add vs contains_absent, %s, %llu MiB",
-               lay, mib);
+      snprintf(label, sizeof label, "add vs contains_absent, %s, %llu MiB", lay,
+               mib);
       snprintf(num, sizeof num, "%lluMiB/%s/add", mib, lay);
       snprintf(den, sizeof den, "%lluMiB/%s/contains_absent", mib, lay);
       bk_fx_ratio(label, num, den,
@@ -535,9 +534,9 @@ static void bench_scale(bk_bench_state *st, void *p) {
   scale_case *owner = sc->present ? sc : sc - 1;
   if (!scale_ready(owner, st)) return;
   bk_fx_bloom *b = &owner->bloom;
-  bk_fx_tally t = bk_fx_lookups(st, bk_fx_bloom_contains, b->filled,
-                                &sc->rng[0],
-                                sc->present ? b->n_keys : BK_FX_ABSENT, false);
+  bk_fx_tally t =
+      bk_fx_lookups(st, bk_fx_bloom_contains, b->filled, &sc->rng[0],
+                    sc->present ? b->n_keys : BK_FX_ABSENT, false);
   bk_fx_report(st, t, "hit_rate", sc->present, "bk_bloom_contains failed");
   bk_bench_counter(st, "bits_per_key", (double)b->m_bits / (double)b->n_keys);
   bk_bench_counter(st, "build_s", owner->build_s);
@@ -628,5 +627,6 @@ void bk_bench_release_bloom(void) {
     for (int l = 0; l < N_LAYOUTS; l++)
       bk_fx_bloom_release(&filters[s][l].bloom);
   }
-  for (int l = 0; l < N_LAYOUTS; l++) bk_fx_bloom_release(&scale_cases[l][0].bloom);
+  for (int l = 0; l < N_LAYOUTS; l++)
+    bk_fx_bloom_release(&scale_cases[l][0].bloom);
 }

@@ -38,36 +38,41 @@ fi
 # package: take it from the source package of the installed redis-server,
 # downloaded into build-deps/redis (ignored by git, like every build tree)
 # and never committed. CMake looks for build-deps/redis/redismodule.h.
-root=$(cd "$(dirname "$0")/.." && pwd)
-redis_dir="$root/build-deps/redis"
-if [ -f "$redis_dir/redismodule.h" ] ||
-  ! redis_version=$(dpkg-query -W -f='${Version}' redis-server 2>/dev/null); then
-  exit 0
-fi
-# apt-get source needs a deb-src entry beside the existing binary source:
-# a copy of the deb822 .sources file (Debian 12) or of the one-line
-# sources.list entries with the type changed.
-if ! grep -Eqs '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list \
-  /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; then
-  echo "bootstrap: adding deb-src entries for the redis source package"
-  if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-    sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources |
-      $SUDO tee /etc/apt/sources.list.d/bloomkit-deb-src.sources >/dev/null
-  else
-    sed -n 's/^deb /deb-src /p' /etc/apt/sources.list |
-      $SUDO tee /etc/apt/sources.list.d/bloomkit-deb-src.list >/dev/null
+# A function, so whatever follows it in this script still runs when there
+# is nothing to fetch.
+fetch_redismodule_h() {
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  redis_dir="$root/build-deps/redis"
+  if [ -f "$redis_dir/redismodule.h" ] ||
+    ! redis_version=$(dpkg-query -W -f='${Version}' redis-server 2>/dev/null); then
+    return 0
   fi
-  $SUDO apt-get update -qq
-fi
-echo "bootstrap: fetching redismodule.h from the redis $redis_version source"
-mkdir -p "$redis_dir/cache"
-(cd "$redis_dir/cache" &&
-  apt-get source -qq --download-only "redis=$redis_version" 2>&1 |
-  grep -v 'unsandboxed' || true)
-orig=$(ls "$redis_dir"/cache/redis_*.orig.tar.* 2>/dev/null | head -n 1)
-if [ -z "$orig" ]; then
-  echo "bootstrap: could not download the redis $redis_version source package" >&2
-  exit 1
-fi
-tar -xOf "$orig" --wildcards '*/src/redismodule.h' >"$redis_dir/redismodule.h.tmp"
-mv "$redis_dir/redismodule.h.tmp" "$redis_dir/redismodule.h"
+  # apt-get source needs a deb-src entry beside the existing binary source:
+  # a copy of the deb822 .sources file (Debian 12) or of the one-line
+  # sources.list entries with the type changed.
+  if ! grep -Eqs '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list \
+    /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; then
+    echo "bootstrap: adding deb-src entries for the redis source package"
+    if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+      sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources |
+        $SUDO tee /etc/apt/sources.list.d/bloomkit-deb-src.sources >/dev/null
+    else
+      sed -n 's/^deb /deb-src /p' /etc/apt/sources.list |
+        $SUDO tee /etc/apt/sources.list.d/bloomkit-deb-src.list >/dev/null
+    fi
+    $SUDO apt-get update -qq
+  fi
+  echo "bootstrap: fetching redismodule.h from the redis $redis_version source"
+  mkdir -p "$redis_dir/cache"
+  (cd "$redis_dir/cache" &&
+    apt-get source -qq --download-only "redis=$redis_version" 2>&1 |
+    grep -v 'unsandboxed' || true)
+  orig=$(ls "$redis_dir"/cache/redis_*.orig.tar.* 2>/dev/null | head -n 1)
+  if [ -z "$orig" ]; then
+    echo "bootstrap: could not download the redis $redis_version source package" >&2
+    exit 1
+  fi
+  tar -xOf "$orig" --wildcards '*/src/redismodule.h' >"$redis_dir/redismodule.h.tmp"
+  mv "$redis_dir/redismodule.h.tmp" "$redis_dir/redismodule.h"
+}
+fetch_redismodule_h

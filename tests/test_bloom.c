@@ -242,11 +242,11 @@ static void test_create_capacity_fpp(void **state) {
          * the standard m) whose own rate meets p. */
         double rate, rate_std_m;
         assert_int_equal(info.m_bits % 512, 0);
-        assert_bk_ok(bk_params_fpp_blocked(info.m_bits, k_opt, cases[i].n,
-                                           &rate));
+        assert_bk_ok(
+            bk_params_fpp_blocked(info.m_bits, k_opt, cases[i].n, &rate));
         assert_true(rate <= p);
-        assert_bk_ok(bk_params_fpp_blocked(want_m, k_opt, cases[i].n,
-                                           &rate_std_m));
+        assert_bk_ok(
+            bk_params_fpp_blocked(want_m, k_opt, cases[i].n, &rate_std_m));
         assert_true(info.m_bits == want_m || rate_std_m > p);
         assert_true(info.m_bits >= want_m &&
                     info.m_bits <= round512(want_m + want_m / 2));
@@ -1093,10 +1093,12 @@ static void test_concurrent_writers(void **state) {
   assert_non_null(keys);
   uint64_t rng = 1001;
   for (size_t i = 0; i < 2 * n; i++) keys[i] = bk_test_next(&rng);
-  for (int layout = 0; layout < 2; layout++) {
-    /* Small (2^16 bits = 128 cache lines): the writers collide on words. */
+  for (int layout = 0; layout < 3; layout++) {
+    /* Small (2^16 bits = 128 cache lines): the writers collide on words.
+     * Split-block (layout 2) has k = 8. */
+    unsigned k = layout == BK_BLOOM_SPLIT_BLOCK ? 8 : 3;
     bk_bloom *b =
-        make_mk(1u << 16, 3, (bk_bloom_layout)layout, BK_HASH_XXH3, 0);
+        make_mk(1u << 16, k, (bk_bloom_layout)layout, BK_HASH_XXH3, 0);
     pthread_barrier_t barrier;
     pthread_barrier_init(&barrier, NULL, 2);
     writer_ctx c0 = {b, keys, n, 0, &barrier};
@@ -1110,7 +1112,7 @@ static void test_concurrent_writers(void **state) {
     assert_int_equal(c0.errors + c1.errors, 0);
     /* Sequential reference: the same keys added by one thread. */
     bk_bloom *ref =
-        make_mk(1u << 16, 3, (bk_bloom_layout)layout, BK_HASH_XXH3, 0);
+        make_mk(1u << 16, k, (bk_bloom_layout)layout, BK_HASH_XXH3, 0);
     for (size_t i = 0; i < 2 * n; i++) add_u64(ref, keys[i]);
     assert_same_blob(b, ref);
     bk_bloom_destroy(ref);
@@ -1407,8 +1409,8 @@ static void test_create_bad_arguments(void **state) {
   c = (bk_bloom_config){
       .capacity = 1000, .k = 7, .layout = BK_BLOOM_SPLIT_BLOCK};
   expect_create_einval(&c, "split-block k 7");
-  c = (bk_bloom_config){
-      .m_bits = ((uint64_t)1 << 40) + 1, .layout = BK_BLOOM_SPLIT_BLOCK};
+  c = (bk_bloom_config){.m_bits = ((uint64_t)1 << 40) + 1,
+                        .layout = BK_BLOOM_SPLIT_BLOCK};
   expect_create_einval(&c, "split-block m rounds above 2^40");
   c = (bk_bloom_config){.capacity = 1000, .layout = (bk_bloom_layout)-1};
   expect_create_einval(&c, "layout -1");

@@ -213,9 +213,8 @@ static bool split_fpr_within(const char *what, uint64_t m, uint64_t n,
   print_message(
       "fpr split %-10s m=%-9llu n=%-8llu bits/key %5.2f measured %.6f model "
       "%.6f diff %+6.2f%% (tol %5.2f%%)\n",
-      what, (unsigned long long)m, (unsigned long long)n,
-      (double)m / (double)n, measured, p, 100 * (measured - p) / p,
-      100 * tol / p);
+      what, (unsigned long long)m, (unsigned long long)n, (double)m / (double)n,
+      measured, p, 100 * (measured - p) / p, 100 * tol / p);
   return fabs(measured - p) <= tol;
 }
 
@@ -307,8 +306,7 @@ static void test_formula(void **state) {
  * of J k draws (the occupancy distribution, advanced one draw at a time).
  * Before the fix a blocked filter at p = 0.01 measured 0.0117 (+17 %), far
  * outside this tolerance (about +8 % here). */
-static double blocked_filter_sd(uint64_t m, unsigned k, uint64_t n,
-                                double p) {
+static double blocked_filter_sd(uint64_t m, unsigned k, uint64_t n, double p) {
   enum { B = 512 };
   static double dist[B + 1], next[B + 1];
   double z = (double)(m / B), lambda = (double)n / z, e2 = 0;
@@ -338,9 +336,8 @@ static void test_sizing_meets_target(void **state) {
   int failures = 0;
   for (size_t t = 0; t < 3; t++) {
     for (int layout = 1; layout <= 2; layout++) {
-      bk_bloom_config cfg = {.capacity = n,
-                             .fpp = targets[t],
-                             .layout = (bk_bloom_layout)layout};
+      bk_bloom_config cfg = {
+          .capacity = n, .fpp = targets[t], .layout = (bk_bloom_layout)layout};
       bk_bloom *b = make(&cfg);
       bk_bloom_info info;
       assert_bk_ok(bk_bloom_info_get(b, &info));
@@ -352,20 +349,22 @@ static void test_sizing_meets_target(void **state) {
         assert_bk_ok(bk_params_fpp_blocked(info.m_bits, info.k, n, &formula));
       }
       assert_true(formula <= targets[t]);
-      double r = measure(b, n, probes, seed + t * 1000000000ull +
-                                           (uint64_t)layout * 100000000);
+      double r =
+          measure(b, n, probes,
+                  seed + t * 1000000000ull + (uint64_t)layout * 100000000);
       double p = targets[t];
       double sd_f = layout == BK_BLOOM_SPLIT_BLOCK
                         ? split_filter_sd(info.m_bits, n, formula)
                         : blocked_filter_sd(info.m_bits, info.k, n, formula);
       double sd = sqrt(p * (1 - p) / (double)probes + sd_f * sd_f);
       bool ok = r <= p + 5 * sd;
-      print_message("sizing %-11s target %.3f: m=%llu k=%u (%.2f bits/key) "
-                    "formula %.5f measured %.5f (5 sd %.2f%%) %s\n",
-                    layout == 1 ? "blocked" : "split-block", p,
-                    (unsigned long long)info.m_bits, info.k,
-                    (double)info.m_bits / (double)n, formula, r,
-                    500 * sd / p, ok ? "ok" : "OVER TARGET");
+      print_message(
+          "sizing %-11s target %.3f: m=%llu k=%u (%.2f bits/key) "
+          "formula %.5f measured %.5f (5 sd %.2f%%) %s\n",
+          layout == 1 ? "blocked" : "split-block", p,
+          (unsigned long long)info.m_bits, info.k,
+          (double)info.m_bits / (double)n, formula, r, 500 * sd / p,
+          ok ? "ok" : "OVER TARGET");
       failures += !ok;
       bk_bloom_destroy(b);
     }
@@ -373,7 +372,8 @@ static void test_sizing_meets_target(void **state) {
   assert_int_equal(failures, 0);
 }
 
-/* ---- serialized form ------------------------------------------------------ */
+/* ---- serialized form ------------------------------------------------------
+ */
 
 static void test_serialized(void **state) {
   (void)state;
@@ -385,7 +385,8 @@ static void test_serialized(void **state) {
       key_of(i, key);
       assert_bk_ok(bk_bloom_add(b, key, 8));
     }
-    bk_test_codec_hostile(&bk_test_codec_bloom, b, test_seed(4) + (uint64_t)filled);
+    bk_test_codec_hostile(&bk_test_codec_bloom, b,
+                          test_seed(4) + (uint64_t)filled);
     bk_bloom_destroy(b);
   }
   /* Field rules: k must be 8, m a multiple of 256. */
@@ -476,7 +477,8 @@ static void test_golden(void **state) {
   bk_bloom_destroy(fresh);
 }
 
-/* ---- other calls ----------------------------------------------------------- */
+/* ---- other calls -----------------------------------------------------------
+ */
 
 static void test_merge_fill_cardinality(void **state) {
   (void)state;
@@ -520,7 +522,9 @@ static void test_merge_fill_cardinality(void **state) {
  * string values hashed as Parquet does (XXH64 of the plain encoding), and
  * parquetjs's answer for each added value and 9999 absent probes. */
 static int hexval(char c) {
-  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                : -1;
 }
 
 static void test_parquet_fixture(void **state) {
@@ -558,7 +562,8 @@ static void test_parquet_fixture(void **state) {
     size_t n = strlen(hex) / 2;
     assert_true(n <= sizeof value && strlen(hex) % 2 == 0);
     for (size_t i = 0; i < n; i++)
-      value[i] = (unsigned char)(hexval(hex[2 * i]) * 16 + hexval(hex[2 * i + 1]));
+      value[i] =
+          (unsigned char)(hexval(hex[2 * i]) * 16 + hexval(hex[2 * i + 1]));
     if (strcmp(kind, "int") == 0) assert_int_equal(n, 8);
     bool found;
     assert_bk_ok(bk_bloom_contains(b, value, n, &found));
@@ -573,9 +578,10 @@ static void test_parquet_fixture(void **state) {
     }
   }
   fclose(f);
-  print_message("parquet fixture: %u added (%u lost), %u probes, %u positive, "
-                "%u answers differ from parquetjs\n",
-                added, lost, probes, positives, disagree);
+  print_message(
+      "parquet fixture: %u added (%u lost), %u probes, %u positive, "
+      "%u answers differ from parquetjs\n",
+      added, lost, probes, positives, disagree);
   assert_int_equal(added, 1500);
   assert_int_equal(lost, 0);
   assert_true(probes > 9000);
@@ -603,9 +609,18 @@ static void test_parquet_arguments(void **state) {
   bk_bloom *b = (bk_bloom *)(void *)buf;
   /* Lengths: powers of two from 32 bytes to 128 MiB only (the buffer is
    * not read before the length is checked). */
-  const size_t bad[] = {0, 1, 16, 31, 33, 48, 96, 1000, 4095,
+  const size_t bad[] = {0,
+                        1,
+                        16,
+                        31,
+                        33,
+                        48,
+                        96,
+                        1000,
+                        4095,
                         (size_t)BK_PARQUET_BITSET_MAX * 2,
-                        (size_t)BK_PARQUET_BITSET_MAX + 32, SIZE_MAX};
+                        (size_t)BK_PARQUET_BITSET_MAX + 32,
+                        SIZE_MAX};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     assert_bk_status(bk_bloom_parquet_import(buf, bad[i], NULL, &b),
                      BK_ECORRUPT);
@@ -650,12 +665,20 @@ static void test_parquet_arguments(void **state) {
     const char *what;
   } refuse[] = {
       {{.m_bits = 1024, .layout = BK_BLOOM_SPLIT_BLOCK}, "XXH3"},
-      {{.m_bits = 1024, .layout = BK_BLOOM_SPLIT_BLOCK,
-        .hash_alg = BK_HASH_XXH64, .seed = 1}, "seed 1"},
-      {{.m_bits = 768, .layout = BK_BLOOM_SPLIT_BLOCK,
-        .hash_alg = BK_HASH_XXH64}, "3 blocks"},
-      {{.m_bits = 1024, .k = 8, .layout = BK_BLOOM_BLOCKED,
-        .hash_alg = BK_HASH_XXH64}, "blocked"},
+      {{.m_bits = 1024,
+        .layout = BK_BLOOM_SPLIT_BLOCK,
+        .hash_alg = BK_HASH_XXH64,
+        .seed = 1},
+       "seed 1"},
+      {{.m_bits = 768,
+        .layout = BK_BLOOM_SPLIT_BLOCK,
+        .hash_alg = BK_HASH_XXH64},
+       "3 blocks"},
+      {{.m_bits = 1024,
+        .k = 8,
+        .layout = BK_BLOOM_BLOCKED,
+        .hash_alg = BK_HASH_XXH64},
+       "blocked"},
   };
   for (size_t i = 0; i < sizeof refuse / sizeof refuse[0]; i++) {
     bk_bloom *x = make(&refuse[i].cfg);
@@ -666,7 +689,8 @@ static void test_parquet_arguments(void **state) {
   assert_bk_status(bk_bloom_parquet_export(NULL, out, 32, &written), BK_EINVAL);
 }
 
-/* ---- single writer --------------------------------------------------------- */
+/* ---- single writer ---------------------------------------------------------
+ */
 
 /* Both modes build the same bits and answer add_if_absent alike, in every
  * layout. */

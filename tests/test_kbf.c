@@ -322,6 +322,43 @@ static void test_ops_against_reference(void **state) {
   bk_kbf_destroy(f);
 }
 
+/* A value keeps its one encoding however often it is inserted: the s-kBF
+ * may fail to decode it (sized for 31 values at fpp 0.4, 25 values crowd
+ * its cells) but the table's exact index finds it. Before the index,
+ * each such miss appended the value again, loading the s-kBF further, and
+ * 3000 keys over 90 values filled a table of 127 for 1 seed in 16. */
+static void test_value_interned_once(void **state) {
+  (void)state;
+  const uint64_t seed = bk_test_seed(0x4BF3);
+  for (int wide = 0; wide < 2; wide++) {
+    bk_kbf *f = make(&(bk_kbf_config){.m_cells = 20000,
+                                      .k = 3,
+                                      .cell_bits = wide ? 64 : 32,
+                                      .max_values = 31,
+                                      .fpp = 0.4, /* a crowded s-kBF */
+                                      .seed = seed});
+    uint64_t rng = seed;
+    for (uint64_t i = 0; i < 5000; i++) {
+      char v[32];
+      size_t vl;
+      value_name((uint32_t)(bk_test_next(&rng) % 25), v, &vl);
+      assert_bk_ok(bk_kbf_insert(f, &i, sizeof i, v, vl));
+    }
+    assert_true(info_of(f).n_values <= 25);
+    for (uint32_t v = 0; v < 25; v++) {
+      char name[32];
+      size_t vl;
+      value_name(v, name, &vl);
+      uint32_t a, b;
+      assert_bk_ok(bk_kbf_intern(f, name, vl, &a));
+      assert_bk_ok(bk_kbf_intern(f, name, vl, &b));
+      assert_int_equal(a, b);
+    }
+    assert_int_equal(info_of(f).n_values, 25);
+    bk_kbf_destroy(f);
+  }
+}
+
 /* Overloaded (rho ~ 2.6 and 5): many keys cannot be decoded, but a stored
  * key never decodes to another value, and saturated counters corrupt
  * nothing. 64-bit cells too. */
@@ -1035,6 +1072,7 @@ int main(void) {
       cmocka_unit_test(test_greedy),
       cmocka_unit_test(test_ops_against_reference),
       cmocka_unit_test(test_overload_never_wrong),
+      cmocka_unit_test(test_value_interned_once),
       cmocka_unit_test(test_decode_by_hand),
       cmocka_unit_test(test_join_compress),
       cmocka_unit_test(test_chain),

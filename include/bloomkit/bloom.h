@@ -26,8 +26,9 @@
  * _hash and batch forms) may run concurrently from any number of threads on
  * one filter. Each word an add changes is set with one atomic OR (skipped
  * when the word already holds the add's bits: standard, one word per bit;
- * blocked, at most 8 words of one 64-byte line; split-block, at most 4
- * 64-bit words of one 32-byte block); add_if_absent is linearizable: of
+ * blocked, at most 8 words of one 64-byte line; split-block, each 16-byte
+ * half of its 32-byte block with one compare-and-swap on x86-64, at most 4
+ * 64-bit ORs elsewhere); add_if_absent is linearizable: of
  * several threads adding the same new key at once, exactly one is told it
  * was new. With `single_writer` set, at most one thread at a time may add
  * (add, add_hash, add_many, add_if_absent), while any number of threads
@@ -70,14 +71,15 @@ typedef enum bk_bloom_layout {
  * split-block filter has k = 8 (k must be 0 or 8).
  */
 typedef struct bk_bloom_config {
-  uint64_t capacity;      /**< expected distinct elements */
-  double fpp;             /**< target false positive probability, in (0, 1) */
-  uint64_t m_bits;        /**< explicit size in bits (overrides capacity) */
-  unsigned k;             /**< explicit number of hash functions, 1..64 */
-  bk_bloom_layout layout; /**< BK_BLOOM_STANDARD (default), BLOCKED, SPLIT_BLOCK */
-  bk_hash_alg hash_alg;   /**< BK_HASH_XXH3 by default; XXH64 allowed */
-  uint64_t seed;          /**< hash seed (32 bits for Murmur3) */
-  bool single_writer;     /**< one adding thread at a time (see above) */
+  uint64_t capacity; /**< expected distinct elements */
+  double fpp;        /**< target false positive probability, in (0, 1) */
+  uint64_t m_bits;   /**< explicit size in bits (overrides capacity) */
+  unsigned k;        /**< explicit number of hash functions, 1..64 */
+  bk_bloom_layout
+      layout; /**< BK_BLOOM_STANDARD (default), BLOCKED, SPLIT_BLOCK */
+  bk_hash_alg hash_alg;          /**< BK_HASH_XXH3 by default; XXH64 allowed */
+  uint64_t seed;                 /**< hash seed (32 bits for Murmur3) */
+  bool single_writer;            /**< one adding thread at a time (see above) */
   const bk_allocator *allocator; /**< NULL: libc */
 } bk_bloom_config;
 
@@ -184,7 +186,8 @@ BK_API bk_status bk_bloom_cardinality(const bk_bloom *b, double *out);
 /**
  * Current false positive probability implied by the fill: (X / m)^k for the
  * standard layout; for the block layouts the mean over blocks of a probe's
- * chance in that block ((set / 512)^k; the product of the eight word fills). Errors: BK_EINVAL. Cost: O(m / 64).
+ * chance in that block ((set / 512)^k; the product of the eight word fills).
+ * Errors: BK_EINVAL. Cost: O(m / 64).
  */
 BK_API bk_status bk_bloom_fill_fpp(const bk_bloom *b, double *out);
 

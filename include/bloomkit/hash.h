@@ -43,9 +43,10 @@ typedef struct bk_hash {
 
 /**
  * Hash `len` bytes at `key` (NULL allowed only when len == 0), with any of
- * the algorithms above. For BK_HASH_MURMUR3 the seed must fit in 32 bits; for XXH3 all 64 bits count.
- * Errors: BK_EINVAL for a NULL out, NULL key with len > 0, an unknown
- * algorithm, a Murmur seed above UINT32_MAX, or len > INT32_MAX for Murmur.
+ * the algorithms above. For BK_HASH_MURMUR3 the seed must fit in 32 bits; for
+ * XXH3 all 64 bits count. Errors: BK_EINVAL for a NULL out, NULL key with len >
+ * 0, an unknown algorithm, a Murmur seed above UINT32_MAX, or len > INT32_MAX
+ * for Murmur.
  */
 BK_API bk_status bk_hash_bytes(bk_hash_alg alg, uint64_t seed, const void *key,
                                size_t len, bk_hash *out);

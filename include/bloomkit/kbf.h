@@ -118,10 +118,13 @@ BK_API bk_status bk_kbf_hash(const bk_kbf *f, const void *key, size_t len,
 /**
  * The index of `value` in the value table, assigning it the next encoding
  * if it has none (through the s-kBF, Sec. 3.3; a false positive of the
- * s-kBF is caught by comparing the table's bytes). Values are compared
- * byte for byte. Errors: BK_EINVAL, BK_EFULL (all max_values encodings
- * taken), BK_ENOMEM. Cost: one s-kBF query and, for a new value, one s-kBF
- * insert (and amortised O(1) growth of the table).
+ * s-kBF is caught by comparing the table's bytes, and where the s-kBF
+ * cannot answer, an exact index of the table does, so a value has exactly
+ * one encoding). Values are compared byte for byte. Errors: BK_EINVAL,
+ * BK_EFULL (max_values distinct values already), BK_ENOMEM. Cost: one
+ * s-kBF query, an index probe when that fails and, for a new value, one
+ * s-kBF insert (and amortised O(1) growth of the table and its index, 8
+ * bytes per entry).
  */
 BK_API bk_status bk_kbf_intern(bk_kbf *f, const void *value, size_t len,
                                uint32_t *index);

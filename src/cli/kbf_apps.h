@@ -2,8 +2,7 @@
 /*
  * Private to the `bloomkit` command: the kBF in use (issue #11), as
  * experiments that `bloomkit kbf-experiments` runs for --acsm and
- * --memcached, and that `bloomkit kbf-apps acsm|memcached` runs on their
- * own. Each takes argv with argv[0] = its name and returns the exit status
+ * --memcached. Each takes argv with argv[0] = its name and returns the exit status
  * (0, 1 failure, 2 usage), like every subcommand (cli.h).
  */
 #ifndef BLOOMKIT_SRC_CLI_KBF_APPS_H
@@ -16,8 +15,5 @@ int bk_cli_kbf_acsm(int argc, char **argv);
 
 /** The kBF against a real memcached (Figs. 15-16; kbf_memcached.c). */
 int bk_cli_kbf_memcached(int argc, char **argv);
-
-/** `bloomkit kbf-apps acsm|memcached` (kbf_apps.c). */
-int bk_cli_kbf_apps(int argc, char **argv);
 
 #endif

@@ -32,6 +32,7 @@
 #include "bloomkit/hash.h"
 #include "bloomkit/kbf.h"
 #include "bloomkit/params.h"
+#include "cli/kbf_apps.h"
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
@@ -832,6 +833,12 @@ static int draw_plots(const options *o) {
 }
 
 int bk_cli_kbf_experiments(int argc, char **argv) {
+  /* The kBF in use (issue #11): its own option tables (kbf_acsm.c,
+   * kbf_memcached.c), argv[0] its name. */
+  if (argc >= 2 && strcmp(argv[1], "--acsm") == 0)
+    return bk_cli_kbf_acsm(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "--memcached") == 0)
+    return bk_cli_kbf_memcached(argc - 1, argv + 1);
   options o = {0};
   bk_cli_opt opts[] = {
       BK_CLI_U64("seed", &o.seed, 1, 0, UINT64_MAX, "N",
@@ -856,20 +863,21 @@ int bk_cli_kbf_experiments(int argc, char **argv) {
       .description =
           "The kBF paper's Figs. 2-5, 7-14, 17-18 on its "
           "workload (GEV key sizes, 3000 generalized-Pareto "
-          "values).\n",
+          "values).\n\n"
+          "  bloomkit kbf-experiments --acsm [options]       TCP flow state "
+          "in an sBF\n"
+          "      and a kBF, Figs. 24-25 (`--acsm --help` lists its "
+          "options)\n"
+          "  bloomkit kbf-experiments --memcached [options]  the kBF "
+          "against a real\n"
+          "      memcached, Figs. 15-16 (`--memcached --help`)\n",
       .opts = opts,
       .n_opts = sizeof opts / sizeof opts[0],
   };
   int status = bk_cli_parse(&cmd, argc, argv, stdout, stderr);
   if (status != BK_CLI_CONTINUE) return status;
   if (o.plot_dir) {
-    if (!bk_plot_available()) {
-      fprintf(stderr, PROG
-              ": --plot needs gnuplot (Debian: gnuplot-nox; "
-              "scripts/bootstrap.sh installs it)\n");
-      return 1;
-    }
-    if (bk_plot_make_dir(PROG, o.plot_dir, stderr)) return 1;
+    if (bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
     if (!o.out_dir) o.out_dir = o.plot_dir;
   }
   if (o.out_dir && bk_plot_make_dir(PROG, o.out_dir, stderr)) return 1;

@@ -11,7 +11,6 @@
 
 #include "bloomkit/common.h"
 #include "cli/cli.h"
-#include "cli/kbf_apps.h"
 #include "cli/opts.h"
 
 static const bk_cli_subcommand subcommands[] = {
@@ -26,13 +25,10 @@ static const bk_cli_subcommand subcommands[] = {
     {"fbf-experiments",
      "reproduce the FBF thesis' Fig. 6.1-6.6 (false positive experiments)",
      bk_cli_fbf_experiments},
-    {"kbf-apps",
-     "the kBF in use: `kbf-apps acsm` (TCP flow state, kBF paper Figs. "
-     "24-25), `kbf-apps memcached` (Figs. 15-16)",
-     bk_cli_kbf_apps},
     {"kbf-experiments",
      "reproduce the kBF paper's Figs. 2-5, 7-14, 17-18 (encodings, "
-     "capacity, error ratios of every operation)",
+     "capacity, error ratios of every operation); `--acsm`, the state "
+     "machine (Figs. 24-25); `--memcached`, against memcached (Figs. 15-16)",
      bk_cli_kbf_experiments},
     {"sim",
      "simulations: `sim counters`, idempotent counters under retries "

@@ -213,6 +213,33 @@ static bool value_equals(const bk_kbf *f, uint32_t i, const void *value,
          (len == 0 || memcmp(f->arena + f->off[i], value, len) == 0);
 }
 
+/* The exact index beside the s-kBF. The s-kBF answers "which encoding has
+ * this value" as the paper has it, but it may fail to decode (its cells
+ * shared with other values) or meet a false positive; interning then used
+ * to append the value again under a new encoding, and every such append
+ * loaded the s-kBF further: repeated inserts of a few values could fill
+ * the table (3000 keys over 90 values filled 127 encodings for 1 seed in
+ * 16). The index makes a value's encoding unique: the s-kBF is asked
+ * first, the index decides. */
+static bool slot_find(const bk_kbf *f, const void *value, size_t len,
+                      bk_hash vh, uint32_t *out) {
+  if (!f->slot) return false;
+  for (uint64_t j = vh.lo & f->slot_mask;; j = (j + 1) & f->slot_mask) {
+    const uint32_t s = f->slot[j];
+    if (s == 0) return false;
+    if (value_equals(f, s - 1, value, len)) {
+      *out = s - 1;
+      return true;
+    }
+  }
+}
+
+static void slot_put(uint32_t *slot, uint32_t mask, uint64_t h, uint32_t i) {
+  uint64_t j = h & mask;
+  while (slot[j]) j = (j + 1) & mask;
+  slot[j] = i + 1;
+}
+
 /* Room for `more_values` values and `more_bytes` bytes; nothing changes on
  * failure. */
 static bk_status reserve_values(bk_kbf *f, uint32_t more_values,
@@ -222,14 +249,22 @@ static bk_status reserve_values(bk_kbf *f, uint32_t more_values,
     uint64_t cap = f->values_cap ? (uint64_t)f->values_cap * 2 : 16;
     while (cap < (uint64_t)f->n_values + more_values) cap *= 2;
     if (cap > f->max_values) cap = f->max_values;
+    uint64_t slots = 2;
+    while (slots < 2 * cap) slots *= 2; /* cap < 2^29: slots - 1 fits 32 bits */
     uint64_t *enc = bk__malloc(al, (size_t)cap * sizeof *enc);
     uint64_t *off = bk__malloc(al, (size_t)cap * sizeof *off);
     uint32_t *len = bk__malloc(al, (size_t)cap * sizeof *len);
-    if (!enc || !off || !len) {
+    uint32_t *slot = bk__calloc(al, (size_t)slots, sizeof *slot);
+    if (!enc || !off || !len || !slot) {
       bk__free(al, enc);
       bk__free(al, off);
       bk__free(al, len);
+      bk__free(al, slot);
       return BK_ENOMEM;
+    }
+    for (uint32_t i = 0; i < f->n_values; i++) {
+      const bk_hash vh = value_hash(f, f->arena + f->off[i], f->len[i]);
+      slot_put(slot, (uint32_t)(slots - 1), vh.lo, i);
     }
     if (f->n_values) {
       memcpy(enc, f->enc, f->n_values * sizeof *enc);
@@ -239,9 +274,12 @@ static bk_status reserve_values(bk_kbf *f, uint32_t more_values,
     bk__free(al, f->enc);
     bk__free(al, f->off);
     bk__free(al, f->len);
+    bk__free(al, f->slot);
     f->enc = enc;
     f->off = off;
     f->len = len;
+    f->slot = slot;
+    f->slot_mask = (uint32_t)(slots - 1);
     f->values_cap = (uint32_t)cap;
   }
   size_t need;
@@ -271,6 +309,7 @@ static uint32_t append_value(bk_kbf *f, const void *value, size_t len,
   if (len) memcpy(f->arena + f->arena_len, value, len);
   f->arena_len += len;
   f->n_values = i + 1;
+  slot_put(f->slot, f->slot_mask, vh.lo, i);
   uint64_t idx[BK_K_MAX];
   positions(&f->skbf, vh, idx);
   cells_insert(f, &f->skbf, idx, f->enc[i]);
@@ -298,8 +337,9 @@ bk_status bk_kbf_intern(bk_kbf *f, const void *value, size_t len,
     *index = (uint32_t)at;
     return BK_OK;
   }
-  /* Not found, a false positive of the s-kBF, or not decodable there: a
-   * new encoding (a value may so get two; both decode to its bytes). */
+  /* Not found in the s-kBF, a false positive there, or not decodable
+   * there: the exact index decides whether the value is new. */
+  if (slot_find(f, value, len, vh, index)) return BK_OK;
   BK_RETURN_IF(f->n_values >= f->max_values, BK_EFULL);
   BK_TRY(reserve_values(f, 1, len));
   *index = append_value(f, value, len, vh);
@@ -337,6 +377,7 @@ void bk__kbf_free(bk_kbf *f) {
   bk__free(&al, f->enc);
   bk__free(&al, f->off);
   bk__free(&al, f->len);
+  bk__free(&al, f->slot);
   bk__free(&al, f->arena);
   bk__free(&al, f);
 }
@@ -602,6 +643,8 @@ bk_status bk_kbf_join(bk_kbf *dst, const bk_kbf *src) {
         memcpy(dst->arena + dst->arena_len, src->arena + src->off[i],
                src->len[i]);
       dst->arena_len += src->len[i];
+      const bk_hash vh = value_hash(dst, src->arena + src->off[i], src->len[i]);
+      slot_put(dst->slot, dst->slot_mask, vh.lo, i);
     }
     dst->n_values = src->n_values;
   }
@@ -660,14 +703,16 @@ bk_status bk_kbf_info_get(const bk_kbf *f, bk_kbf_info *out) {
   out->seed = f->main.seed;
   out->memory_cells = cells_bytes(f, f->main.m);
   out->memory_skbf = cells_bytes(f, f->skbf.m);
-  out->memory_values = f->arena_len + (size_t)f->n_values * 20;
+  out->memory_values = f->arena_len + (size_t)f->n_values * 20 +
+                      (size_t)(f->slot ? f->slot_mask + 1u : 0) * 4;
   return BK_OK;
 }
 
 /* ---- shared with kbf_io.c ------------------------------------------------ */
 
 bool bk__kbf_find_value(const bk_kbf *f, const void *value, size_t len) {
-  return find_value(f, value, len, value_hash(f, value, len)) >= 0;
+  uint32_t i;
+  return slot_find(f, value, len, value_hash(f, value, len), &i);
 }
 
 void bk__kbf_append_value(bk_kbf *f, const void *value, size_t len) {

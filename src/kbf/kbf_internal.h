@@ -82,6 +82,10 @@ struct bk_kbf {
   uint32_t *len;
   unsigned char *arena;
   size_t arena_len, arena_cap;
+  /* exact value -> index: open addressing by the value's hash, a slot holds
+   * index + 1 (0: empty), 2 slots per table entry (rebuilt as it grows) */
+  uint32_t *slot;
+  uint32_t slot_mask;
 };
 
 /* kbf.c, for kbf_io.c */
@@ -89,6 +93,7 @@ bk_status bk__kbf_resolve(const bk_kbf_config *cfg, uint64_t fpp_e18,
                           bk_kbf *f);
 bk_status bk__kbf_cells_alloc(bk_kbf *f, bk__kbf_cells *c, uint64_t m);
 void bk__kbf_free(bk_kbf *f);
+/* Whether the value is in the table already (exact). */
 bool bk__kbf_find_value(const bk_kbf *f, const void *value, size_t len);
 void bk__kbf_append_value(bk_kbf *f, const void *value, size_t len);
 bk_status bk__kbf_reserve_values(bk_kbf *f, uint32_t n, size_t bytes);

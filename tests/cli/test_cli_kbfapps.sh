@@ -69,10 +69,9 @@ if command -v gnuplot >/dev/null 2>&1; then
   done
 fi
 
-A="kbf-apps acsm"
+A="kbf-experiments --acsm"
 expect 2 "--flows: '0' is out of range" $A --flows 0
 expect 2 "--fpp: '0.1,2': item '2' is out of range" $A --fpp 0.1,2
-expect 2 "unknown experiment 'bogus'" kbf-apps bogus
 # A tiny run: one row per p, the sBF's errors never rise as p falls here
 # would be a claim about the data; only the shape is checked.
 CASE="$A --csv"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# `bloomkit kbf-apps memcached` at a tiny scale against a real memcached:
+# `bloomkit kbf-experiments --memcached` at a tiny scale against a real memcached:
 # the run completes with every query answered right, and every server it
 # started is gone afterwards: after a normal run, after SIGINT in the
 # middle of a run, and when the server cannot be started. Skipped (exit
@@ -31,11 +31,11 @@ servers_gone() {
   done
 }
 
-CASE="kbf-apps memcached (tiny)"
+CASE="kbf-experiments --memcached (tiny)"
 PLOT=
 command -v gnuplot >/dev/null 2>&1 && PLOT="--plot $TMP/plot"
 # shellcheck disable=SC2086
-"$BK" kbf-apps memcached --pairs 500 --limits 16 --csv $PLOT >"$TMP/out" 2>"$TMP/err"
+"$BK" kbf-experiments --memcached --pairs 500 --limits 16 --csv $PLOT >"$TMP/out" 2>"$TMP/err"
 st=$?
 if grep -q "built without libmemcached" "$TMP/err"; then
   echo "built without libmemcached: skipped"
@@ -68,7 +68,7 @@ if [ -n "$PLOT" ]; then
 fi
 
 CASE="SIGINT during a run"
-"$BK" kbf-apps memcached --pairs 300000 --no-memory >"$TMP/out" 2>"$TMP/err" &
+"$BK" kbf-experiments --memcached --pairs 300000 --no-memory >"$TMP/out" 2>"$TMP/err" &
 bk=$!
 i=0
 while ! grep -q "^# memcached pid" "$TMP/err" 2>/dev/null && [ $i -lt 600 ]; do
@@ -82,7 +82,7 @@ st=$?
 servers_gone
 
 CASE="SIGTERM during a run"
-"$BK" kbf-apps memcached --pairs 300000 --no-memory >"$TMP/out" 2>"$TMP/err" &
+"$BK" kbf-experiments --memcached --pairs 300000 --no-memory >"$TMP/out" 2>"$TMP/err" &
 bk=$!
 i=0
 while ! grep -q "^# memcached pid" "$TMP/err" 2>/dev/null && [ $i -lt 600 ]; do
@@ -94,7 +94,7 @@ wait $bk
 servers_gone
 
 CASE="no such memcached"
-"$BK" kbf-apps memcached --pairs 10 --memcached-path "$TMP/none" >"$TMP/out" 2>"$TMP/err"
+"$BK" kbf-experiments --memcached --pairs 10 --memcached-path "$TMP/none" >"$TMP/out" 2>"$TMP/err"
 st=$?
 [ "$st" -eq 1 ] || fail "exit status $st, expected 1"
 grep -q "cannot start" "$TMP/err" || fail "no message"

@@ -389,6 +389,80 @@ static void single_commands(redisContext *c) {
   RH_CHECK(rh_int(c, "MEMORY USAGE t0") > 1000, "MEMORY USAGE table");
 }
 
+/* An RDB length (rdb.c's rdbLoadLen): false when it is not one. */
+static bool rdb_len(const unsigned char **p, const unsigned char *end,
+                    uint64_t *out) {
+  if (*p >= end) return false;
+  unsigned b = **p;
+  size_t need = (b >> 6) == 0 ? 1 : (b >> 6) == 1 ? 2 : b == 0x80 ? 5 : 9;
+  if ((b >> 6) == 3 || (b >> 6 == 2 && b > 0x81) || (size_t)(end - *p) < need)
+    return false;
+  uint64_t v = (b >> 6) == 0 ? (b & 0x3f) : (b >> 6) == 1 ? (b & 0x3f) : 0;
+  for (size_t i = 1; i < need; i++) v = v << 8 | (*p)[i];
+  *out = v;
+  *p += need;
+  return true;
+}
+
+/* IDEM.LOAD / FBF.LOAD / CBF.LOAD with the blob a DUMP carries (taken out
+ * of the payload: module id, [UINT clock], STRING blob; DUMPed without
+ * compression): the same clock gives the same value, an earlier clock or
+ * a damaged blob is refused and changes nothing. */
+static void single_load_commands(redisContext *c) {
+  freeReplyObject(rh_cmd(c, "CONFIG SET rdbcompression no"));
+  const char *keys[] = {"t0", "f0", "c0"};
+  const char *cmds[] = {"IDEM.LOAD", "FBF.LOAD", "CBF.LOAD"};
+  for (int k = 0; k < 3; k++) {
+    redisReply *d = rh_cmd(c, "DUMP %s", keys[k]);
+    RH_CHECK(d->type == REDIS_REPLY_STRING, "DUMP %s", keys[k]);
+    const unsigned char *p = (const unsigned char *)d->str + 1;
+    const unsigned char *end = (const unsigned char *)d->str + d->len - 10;
+    uint64_t module_id, opcode, clock = 0, len;
+    RH_CHECK(rdb_len(&p, end, &module_id) && rdb_len(&p, end, &opcode),
+             "DUMP %s: no module value", keys[k]);
+    if (k < 2) {
+      RH_CHECK(
+          opcode == 2 && rdb_len(&p, end, &clock) && rdb_len(&p, end, &opcode),
+          "DUMP %s: no clock", keys[k]);
+    }
+    RH_CHECK(opcode == 5 && rdb_len(&p, end, &len) && len <= (size_t)(end - p),
+             "DUMP %s: no blob", keys[k]);
+    const char *blob = (const char *)p;
+    redisReply *r;
+    if (k < 2) {
+      r = rh_cmd(c, "%s copy %llu %b", cmds[k], (unsigned long long)clock, blob,
+                 (size_t)len);
+    } else {
+      r = rh_cmd(c, "%s copy %b", cmds[k], blob, (size_t)len);
+    }
+    RH_CHECK(r->type == REDIS_REPLY_STATUS, "%s: %s", cmds[k],
+             r->type == REDIS_REPLY_ERROR ? r->str : "?");
+    freeReplyObject(r);
+    r = rh_cmd(c, "DEBUG DIGEST-VALUE %s copy", keys[k]);
+    RH_CHECK(strcmp(r->element[0]->str, r->element[1]->str) == 0,
+             "%s copy differs from %s", cmds[k], keys[k]);
+    freeReplyObject(r);
+    freeReplyObject(rh_cmd(c, "DEL copy"));
+    if (k < 2)
+      rh_expect_error(c, "invalid blob: the clock is behind", "%s copy %llu %b",
+                      cmds[k], (unsigned long long)clock - 1, blob,
+                      (size_t)len);
+    char *bad = malloc(len);
+    memcpy(bad, blob, len);
+    bad[len / 2] ^= 1;
+    if (k < 2)
+      rh_expect_error(c, "invalid blob", "%s copy %llu %b", cmds[k],
+                      (unsigned long long)clock, bad, (size_t)len);
+    else
+      rh_expect_error(c, "invalid blob", "%s copy %b", cmds[k], bad,
+                      (size_t)len);
+    free(bad);
+    RH_CHECK(rh_int(c, "EXISTS copy") == 0, "a refused LOAD created the key");
+    freeReplyObject(d);
+  }
+  freeReplyObject(rh_cmd(c, "CONFIG SET rdbcompression yes"));
+}
+
 static void single_dump_restore(redisContext *c) {
   const char *keys[] = {"t0", "f0", "tw", "fw", "c0", "c1"};
   for (size_t k = 0; k < 6; k++) {
@@ -531,6 +605,7 @@ static int scenario_single(void) {
   redisContext *c = rh_connect(n->port, 5000);
   single_commands(c);
   single_dump_restore(c);
+  single_load_commands(c);
   redisFree(c);
   single_restart(n, false);
   rh_kill(n, SIGKILL);
