@@ -247,7 +247,8 @@ static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
 
 /* ---- persistence -------------------------------------------------------- */
 
-static char *cbf_blob(const bk_cbf *v, size_t *len) {
+static char *cbf_blob(const void *value, size_t *len) {
+  const bk_cbf *v = value;
   size_t size;
   if (bk_cbf_serialized_size(v, &size) != BK_OK) return NULL;
   char *buf = RedisModule_Alloc(size);
@@ -260,7 +261,10 @@ static char *cbf_blob(const bk_cbf *v, size_t *len) {
   return buf;
 }
 
-static bk_cbf *cbf_from_blob(const char *buf, size_t len, const char **why) {
+/* A CBF has no clock: `now` is unused. */
+static void *cbf_from_blob(const char *buf, size_t len, uint64_t now,
+                           const char **why) {
+  (void)now;
   bk_cbf *v;
   bk_status s = bk_cbf_deserialize(buf, len, &bk_rm_allocator, &v);
   if (s != BK_OK) {
@@ -271,47 +275,27 @@ static bk_cbf *cbf_from_blob(const char *buf, size_t len, const char **why) {
   return v;
 }
 
+/* No clock: RDB holds the blob alone, the AOF emits CBF.LOAD key blob. */
+static const bk_rm_blobtype cbf_blobtype = {
+    .name = "CBF",
+    .aof_name = "a CBF",
+    .load_cmd = "CBF.LOAD",
+    .clock = NULL,
+    .to_blob = cbf_blob,
+    .from_blob = cbf_from_blob,
+};
+
 static void *cbf_rdb_load(RedisModuleIO *io, int encver) {
-  if (encver != BK_RM_ENCVER) {
-    RedisModule_LogIOError(io, "warning",
-                           "bloomkit: CBF encoding version %d is not one this "
-                           "module reads (%d)",
-                           encver, BK_RM_ENCVER);
-    return NULL;
-  }
-  size_t len;
-  char *buf = RedisModule_LoadStringBuffer(io, &len);
-  if (RedisModule_IsIOError(io)) {
-    if (buf) RedisModule_Free(buf);
-    return NULL;
-  }
-  const char *why = NULL;
-  bk_cbf *v = cbf_from_blob(buf, len, &why);
-  RedisModule_Free(buf);
-  if (!v)
-    RedisModule_LogIOError(io, "warning",
-                           "bloomkit: refusing a corrupt CBF: %s", why);
-  return v;
+  return bk_rm_blob_rdb_load(&cbf_blobtype, io, encver);
 }
 
 static void cbf_rdb_save(RedisModuleIO *io, void *value) {
-  size_t len = 0;
-  char *buf = cbf_blob(value, &len);
-  RedisModule_SaveStringBuffer(io, buf ? buf : "", buf ? len : 0);
-  if (buf) RedisModule_Free(buf);
+  bk_rm_blob_rdb_save(&cbf_blobtype, io, value);
 }
 
 static void cbf_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key,
                             void *value) {
-  size_t len;
-  char *buf = cbf_blob(value, &len);
-  if (!buf) {
-    RedisModule_LogIOError(aof, "warning",
-                           "bloomkit: cannot serialize a CBF for the AOF");
-    return;
-  }
-  RedisModule_EmitAOF(aof, "CBF.LOAD", "sb", key, buf, len);
-  RedisModule_Free(buf);
+  bk_rm_blob_aof_rewrite(&cbf_blobtype, aof, key, value);
 }
 
 /* CBF.LOAD key blob */
@@ -321,7 +305,7 @@ static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
   size_t len;
   const char *buf = RedisModule_StringPtrLen(argv[2], &len);
   const char *why = NULL;
-  bk_cbf *nv = cbf_from_blob(buf, len, &why);
+  bk_cbf *nv = cbf_from_blob(buf, len, 0, &why);
   if (!nv) return bk_rm_arg_error(ctx, "blob", why);
   RedisModuleKey *key;
   bk_cbf *v;
@@ -341,13 +325,7 @@ static size_t cbf_mem_usage(const void *value) {
 }
 
 static void cbf_digest(RedisModuleDigest *md, void *value) {
-  size_t len;
-  char *buf = cbf_blob(value, &len);
-  if (buf) {
-    RedisModule_DigestAddStringBuffer(md, buf, len);
-    RedisModule_Free(buf);
-  }
-  RedisModule_DigestEndSequence(md);
+  bk_rm_blob_digest(&cbf_blobtype, md, value);
 }
 
 int bk_rm_cbf_init(RedisModuleCtx *ctx) {

@@ -281,7 +281,8 @@ static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
 /* ---- persistence: as for IDEM (idem.c) ------------------------------------
  */
 
-static char *fbf_blob(const rm_fbf *v, size_t *len) {
+static char *fbf_blob(const void *value, size_t *len) {
+  const rm_fbf *v = value;
   size_t size;
   if (bk_fbf_serialized_size(v->filter, &size) != BK_OK) return NULL;
   char *buf = RedisModule_Alloc(size);
@@ -294,8 +295,8 @@ static char *fbf_blob(const rm_fbf *v, size_t *len) {
   return buf;
 }
 
-static rm_fbf *fbf_from_blob(const char *buf, size_t len, uint64_t now,
-                             const char **why) {
+static void *fbf_from_blob(const char *buf, size_t len, uint64_t now,
+                           const char **why) {
   bk_fbf *filter;
   bk_status s = bk_fbf_deserialize(buf, len, &bk_rm_allocator, &filter);
   if (s != BK_OK) {
@@ -318,52 +319,30 @@ static rm_fbf *fbf_from_blob(const char *buf, size_t len, uint64_t now,
   return v;
 }
 
+static uint64_t fbf_clock(const void *value) {
+  return ((const rm_fbf *)value)->now;
+}
+
+static const bk_rm_blobtype fbf_blobtype = {
+    .name = "FBF",
+    .aof_name = "an FBF",
+    .load_cmd = "FBF.LOAD",
+    .clock = fbf_clock,
+    .to_blob = fbf_blob,
+    .from_blob = fbf_from_blob,
+};
+
 static void *fbf_rdb_load(RedisModuleIO *io, int encver) {
-  if (encver != BK_RM_ENCVER) {
-    RedisModule_LogIOError(io, "warning",
-                           "bloomkit: FBF encoding version %d is not one this "
-                           "module reads (%d)",
-                           encver, BK_RM_ENCVER);
-    return NULL;
-  }
-  uint64_t now = RedisModule_LoadUnsigned(io);
-  if (RedisModule_IsIOError(io)) return NULL;
-  size_t len;
-  char *buf = RedisModule_LoadStringBuffer(io, &len);
-  if (RedisModule_IsIOError(io)) {
-    if (buf) RedisModule_Free(buf);
-    return NULL;
-  }
-  const char *why = NULL;
-  rm_fbf *v = fbf_from_blob(buf, len, now, &why);
-  RedisModule_Free(buf);
-  if (!v)
-    RedisModule_LogIOError(io, "warning",
-                           "bloomkit: refusing a corrupt FBF: %s", why);
-  return v;
+  return bk_rm_blob_rdb_load(&fbf_blobtype, io, encver);
 }
 
 static void fbf_rdb_save(RedisModuleIO *io, void *value) {
-  const rm_fbf *v = value;
-  size_t len = 0;
-  char *buf = fbf_blob(v, &len);
-  RedisModule_SaveUnsigned(io, v->now);
-  RedisModule_SaveStringBuffer(io, buf ? buf : "", buf ? len : 0);
-  if (buf) RedisModule_Free(buf);
+  bk_rm_blob_rdb_save(&fbf_blobtype, io, value);
 }
 
 static void fbf_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key,
                             void *value) {
-  const rm_fbf *v = value;
-  size_t len;
-  char *buf = fbf_blob(v, &len);
-  if (!buf) {
-    RedisModule_LogIOError(aof, "warning",
-                           "bloomkit: cannot serialize an FBF for the AOF");
-    return;
-  }
-  RedisModule_EmitAOF(aof, "FBF.LOAD", "slb", key, (long long)v->now, buf, len);
-  RedisModule_Free(buf);
+  bk_rm_blob_aof_rewrite(&fbf_blobtype, aof, key, value);
 }
 
 /* FBF.LOAD key now_ms blob */
@@ -399,15 +378,7 @@ static size_t fbf_mem_usage(const void *value) {
 }
 
 static void fbf_digest(RedisModuleDigest *md, void *value) {
-  const rm_fbf *v = value;
-  size_t len;
-  char *buf = fbf_blob(v, &len);
-  if (buf) {
-    RedisModule_DigestAddStringBuffer(md, buf, len);
-    RedisModule_Free(buf);
-  }
-  RedisModule_DigestAddLongLong(md, (long long)v->now);
-  RedisModule_DigestEndSequence(md);
+  bk_rm_blob_digest(&fbf_blobtype, md, value);
 }
 
 int bk_rm_fbf_init(RedisModuleCtx *ctx) {

@@ -313,7 +313,8 @@ static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
  * byte, and the clock must not be behind the filter's own. */
 
 /* The serialized form in a Redis-allocated buffer, or NULL. */
-static char *idem_blob(const rm_idem *v, size_t *len) {
+static char *idem_blob(const void *value, size_t *len) {
+  const rm_idem *v = value;
   size_t size;
   if (bk_idem_serialized_size(v->table, &size) != BK_OK) return NULL;
   char *buf = RedisModule_Alloc(size);
@@ -328,8 +329,8 @@ static char *idem_blob(const rm_idem *v, size_t *len) {
 
 /* A table from its serialized form and clock; NULL (and *why) when the
  * bytes are not one a table could have written. */
-static rm_idem *idem_from_blob(const char *buf, size_t len, uint64_t now,
-                               const char **why) {
+static void *idem_from_blob(const char *buf, size_t len, uint64_t now,
+                            const char **why) {
   bk_idem *table;
   bk_status s = bk_idem_deserialize(buf, len, &bk_rm_allocator, &table);
   if (s != BK_OK) {
@@ -359,56 +360,32 @@ static rm_idem *idem_from_blob(const char *buf, size_t len, uint64_t now,
   return v;
 }
 
+static uint64_t idem_clock(const void *value) {
+  return ((const rm_idem *)value)->now;
+}
+
+/* RDB, AOF (one IDEM.LOAD with the clock and the blob) and digest: the
+ * shared glue in module.c. */
+static const bk_rm_blobtype idem_blobtype = {
+    .name = "IDEM table",
+    .aof_name = "IDEM table",
+    .load_cmd = "IDEM.LOAD",
+    .clock = idem_clock,
+    .to_blob = idem_blob,
+    .from_blob = idem_from_blob,
+};
+
 static void *idem_rdb_load(RedisModuleIO *io, int encver) {
-  if (encver != BK_RM_ENCVER) {
-    RedisModule_LogIOError(io, "warning",
-                           "bloomkit: IDEM table encoding version %d is not "
-                           "one this module reads (%d)",
-                           encver, BK_RM_ENCVER);
-    return NULL;
-  }
-  uint64_t now = RedisModule_LoadUnsigned(io);
-  if (RedisModule_IsIOError(io)) return NULL;
-  size_t len;
-  char *buf = RedisModule_LoadStringBuffer(io, &len);
-  if (RedisModule_IsIOError(io)) {
-    if (buf) RedisModule_Free(buf);
-    return NULL;
-  }
-  const char *why = NULL;
-  rm_idem *v = idem_from_blob(buf, len, now, &why);
-  RedisModule_Free(buf);
-  if (!v)
-    RedisModule_LogIOError(io, "warning",
-                           "bloomkit: refusing a corrupt IDEM table: %s", why);
-  return v;
+  return bk_rm_blob_rdb_load(&idem_blobtype, io, encver);
 }
 
 static void idem_rdb_save(RedisModuleIO *io, void *value) {
-  const rm_idem *v = value;
-  size_t len = 0;
-  char *buf = idem_blob(v, &len);
-  RedisModule_SaveUnsigned(io, v->now);
-  /* Serialization cannot fail for a valid table with the buffer sized by
-   * serialized_size; an empty string would fail the load loudly. */
-  RedisModule_SaveStringBuffer(io, buf ? buf : "", buf ? len : 0);
-  if (buf) RedisModule_Free(buf);
+  bk_rm_blob_rdb_save(&idem_blobtype, io, value);
 }
 
-/* AOF rewrite: one IDEM.LOAD with the clock and the blob. */
 static void idem_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key,
                              void *value) {
-  const rm_idem *v = value;
-  size_t len;
-  char *buf = idem_blob(v, &len);
-  if (!buf) {
-    RedisModule_LogIOError(aof, "warning",
-                           "bloomkit: cannot serialize IDEM table for the AOF");
-    return;
-  }
-  RedisModule_EmitAOF(aof, "IDEM.LOAD", "slb", key, (long long)v->now, buf,
-                      len);
-  RedisModule_Free(buf);
+  bk_rm_blob_aof_rewrite(&idem_blobtype, aof, key, value);
 }
 
 /* IDEM.LOAD table now_ms blob: set the key to the table the blob holds
@@ -440,15 +417,7 @@ static size_t idem_mem_usage(const void *value) {
 }
 
 static void idem_digest(RedisModuleDigest *md, void *value) {
-  const rm_idem *v = value;
-  size_t len;
-  char *buf = idem_blob(v, &len);
-  if (buf) {
-    RedisModule_DigestAddStringBuffer(md, buf, len);
-    RedisModule_Free(buf);
-  }
-  RedisModule_DigestAddLongLong(md, (long long)v->now);
-  RedisModule_DigestEndSequence(md);
+  bk_rm_blob_digest(&idem_blobtype, md, value);
 }
 
 int bk_rm_idem_init(RedisModuleCtx *ctx) {

@@ -166,6 +166,83 @@ static int parse_module_args(RedisModuleCtx *ctx, RedisModuleString **argv,
   return REDISMODULE_OK;
 }
 
+/* ---- persistence shared by the data types (rm.h bk_rm_blobtype) ---------
+ * RDB (encver 1): u64 clock (types with one), then the serialized form as
+ * one string. The loader trusts none of it: the type's from_blob checks
+ * every byte. */
+
+void *bk_rm_blob_rdb_load(const bk_rm_blobtype *t, RedisModuleIO *io,
+                          int encver) {
+  if (encver != BK_RM_ENCVER) {
+    RedisModule_LogIOError(io, "warning",
+                           "bloomkit: %s encoding version %d is not one this "
+                           "module reads (%d)",
+                           t->name, encver, BK_RM_ENCVER);
+    return NULL;
+  }
+  uint64_t now = 0;
+  if (t->clock) {
+    now = RedisModule_LoadUnsigned(io);
+    if (RedisModule_IsIOError(io)) return NULL;
+  }
+  size_t len;
+  char *buf = RedisModule_LoadStringBuffer(io, &len);
+  if (RedisModule_IsIOError(io)) {
+    if (buf) RedisModule_Free(buf);
+    return NULL;
+  }
+  const char *why = NULL;
+  void *v = t->from_blob(buf, len, now, &why);
+  RedisModule_Free(buf);
+  if (!v)
+    RedisModule_LogIOError(io, "warning", "bloomkit: refusing a corrupt %s: %s",
+                           t->name, why);
+  return v;
+}
+
+void bk_rm_blob_rdb_save(const bk_rm_blobtype *t, RedisModuleIO *io,
+                         const void *value) {
+  size_t len = 0;
+  char *buf = t->to_blob(value, &len);
+  if (t->clock) RedisModule_SaveUnsigned(io, t->clock(value));
+  /* Serialization cannot fail for a valid value with the buffer sized by
+   * serialized_size; an empty string would fail the load loudly. */
+  RedisModule_SaveStringBuffer(io, buf ? buf : "", buf ? len : 0);
+  if (buf) RedisModule_Free(buf);
+}
+
+/* AOF rewrite: one <TYPE>.LOAD with the clock (types with one) and the
+ * blob. */
+void bk_rm_blob_aof_rewrite(const bk_rm_blobtype *t, RedisModuleIO *aof,
+                            RedisModuleString *key, const void *value) {
+  size_t len;
+  char *buf = t->to_blob(value, &len);
+  if (!buf) {
+    RedisModule_LogIOError(aof, "warning",
+                           "bloomkit: cannot serialize %s for the AOF",
+                           t->aof_name);
+    return;
+  }
+  if (t->clock)
+    RedisModule_EmitAOF(aof, t->load_cmd, "slb", key,
+                        (long long)t->clock(value), buf, len);
+  else
+    RedisModule_EmitAOF(aof, t->load_cmd, "sb", key, buf, len);
+  RedisModule_Free(buf);
+}
+
+void bk_rm_blob_digest(const bk_rm_blobtype *t, RedisModuleDigest *md,
+                       const void *value) {
+  size_t len;
+  char *buf = t->to_blob(value, &len);
+  if (buf) {
+    RedisModule_DigestAddStringBuffer(md, buf, len);
+    RedisModule_Free(buf);
+  }
+  if (t->clock) RedisModule_DigestAddLongLong(md, (long long)t->clock(value));
+  RedisModule_DigestEndSequence(md);
+}
+
 /* The one symbol the module exports (symbols are hidden by default). */
 __attribute__((visibility("default"))) int RedisModule_OnLoad(
     RedisModuleCtx *ctx, RedisModuleString **argv, int argc);

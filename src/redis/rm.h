@@ -65,6 +65,35 @@ bool bk_rm_is(RedisModuleString *s, const char *keyword);
  * clock in ms (RedisModule_Milliseconds), never earlier than `last`. */
 uint64_t bk_rm_clock(uint64_t last);
 
+/* The persistence glue every data type shares (module.c): RDB load and
+ * save, AOF rewrite and DEBUG DIGEST of a value kept as its library's
+ * serialized form ("blob"), with the module clock before it when the
+ * type has one. Each type's RedisModuleTypeMethods call these with its
+ * own descriptor. */
+typedef struct bk_rm_blobtype {
+  const char *name;     /* in log lines: "IDEM table", "FBF", "CBF" */
+  const char *aof_name; /* in the AOF log line: "IDEM table", "an FBF" */
+  const char *load_cmd; /* the command the AOF rewrite emits: "FBF.LOAD" */
+  /* The value's clock; NULL for a type without one (then neither RDB nor
+   * the AOF command nor the digest carries a clock). */
+  uint64_t (*clock)(const void *value);
+  /* The serialized form in a Redis-allocated buffer, or NULL. */
+  char *(*to_blob)(const void *value, size_t *len);
+  /* A value from its serialized form and clock (0 without one); NULL and
+   * *why when the bytes are not one the type could have written. */
+  void *(*from_blob)(const char *buf, size_t len, uint64_t now,
+                     const char **why);
+} bk_rm_blobtype;
+
+void *bk_rm_blob_rdb_load(const bk_rm_blobtype *t, RedisModuleIO *io,
+                          int encver);
+void bk_rm_blob_rdb_save(const bk_rm_blobtype *t, RedisModuleIO *io,
+                         const void *value);
+void bk_rm_blob_aof_rewrite(const bk_rm_blobtype *t, RedisModuleIO *aof,
+                            RedisModuleString *key, const void *value);
+void bk_rm_blob_digest(const bk_rm_blobtype *t, RedisModuleDigest *md,
+                       const void *value);
+
 /* Register each data type and its commands. */
 int bk_rm_idem_init(RedisModuleCtx *ctx);
 int bk_rm_fbf_init(RedisModuleCtx *ctx);
