@@ -283,49 +283,17 @@ static const bk_rm_blobtype cbf_blobtype = {
     .clock = NULL,
     .to_blob = cbf_blob,
     .from_blob = cbf_from_blob,
+    .type = &cbf_type,
+    .free = cbf_free,
 };
 
-static void *cbf_rdb_load(RedisModuleIO *io, int encver) {
-  return bk_rm_blob_rdb_load(&cbf_blobtype, io, encver);
-}
-
-static void cbf_rdb_save(RedisModuleIO *io, void *value) {
-  bk_rm_blob_rdb_save(&cbf_blobtype, io, value);
-}
-
-static void cbf_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key,
-                            void *value) {
-  bk_rm_blob_aof_rewrite(&cbf_blobtype, aof, key, value);
-}
-
-/* CBF.LOAD key blob */
-static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
-  RedisModule_AutoMemory(ctx);
-  if (argc != 3) return RedisModule_WrongArity(ctx);
-  size_t len;
-  const char *buf = RedisModule_StringPtrLen(argv[2], &len);
-  const char *why = NULL;
-  bk_cbf *nv = cbf_from_blob(buf, len, 0, &why);
-  if (!nv) return bk_rm_arg_error(ctx, "blob", why);
-  RedisModuleKey *key;
-  bk_cbf *v;
-  if (!open_key(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key, &v)) {
-    bk_cbf_destroy(nv);
-    return REDISMODULE_OK;
-  }
-  RedisModule_ModuleTypeSetValue(key, cbf_type, nv);
-  RedisModule_ReplicateVerbatim(ctx);
-  return RedisModule_ReplyWithSimpleString(ctx, "OK");
-}
+/* rdb_load, rdb_save, aof_rewrite, digest and CBF.LOAD key blob. */
+BK_RM_BLOBTYPE_METHODS(cbf, cbf_blobtype)
 
 static size_t cbf_mem_usage(const void *value) {
   size_t size = 0;
   if (bk_cbf_serialized_size(value, &size) != BK_OK) size = 0;
   return size;
-}
-
-static void cbf_digest(RedisModuleDigest *md, void *value) {
-  bk_rm_blob_digest(&cbf_blobtype, md, value);
 }
 
 int bk_rm_cbf_init(RedisModuleCtx *ctx) {
@@ -353,7 +321,7 @@ int bk_rm_cbf_init(RedisModuleCtx *ctx) {
       {"CBF.MEXISTS", cmd_mexists, "readonly fast"},
       {"CBF.COUNT", cmd_count, "readonly fast"},
       {"CBF.INFO", cmd_info, "readonly"},
-      {"CBF.LOAD", cmd_load, "write deny-oom"},
+      {"CBF.LOAD", cbf_cmd_load, "write deny-oom"},
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (RedisModule_CreateCommand(ctx, cmds[i].name, cmds[i].fn, cmds[i].flags,

@@ -330,43 +330,12 @@ static const bk_rm_blobtype fbf_blobtype = {
     .clock = fbf_clock,
     .to_blob = fbf_blob,
     .from_blob = fbf_from_blob,
+    .type = &fbf_type,
+    .free = fbf_free,
 };
 
-static void *fbf_rdb_load(RedisModuleIO *io, int encver) {
-  return bk_rm_blob_rdb_load(&fbf_blobtype, io, encver);
-}
-
-static void fbf_rdb_save(RedisModuleIO *io, void *value) {
-  bk_rm_blob_rdb_save(&fbf_blobtype, io, value);
-}
-
-static void fbf_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key,
-                            void *value) {
-  bk_rm_blob_aof_rewrite(&fbf_blobtype, aof, key, value);
-}
-
-/* FBF.LOAD key now_ms blob */
-static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
-  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
-  if (argc != 4) return RedisModule_WrongArity(ctx);
-  uint64_t now;
-  if (!bk_rm_parse_u64(argv[2], 0, UINT64_MAX >> 1, &now))
-    return bk_rm_arg_error(ctx, "now_ms", "must be a time in ms >= 0");
-  size_t len;
-  const char *buf = RedisModule_StringPtrLen(argv[3], &len);
-  const char *why = NULL;
-  rm_fbf *nv = fbf_from_blob(buf, len, now, &why);
-  if (!nv) return bk_rm_arg_error(ctx, "blob", why);
-  RedisModuleKey *key;
-  rm_fbf *v;
-  if (!open_key(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key, &v)) {
-    fbf_free(nv);
-    return REDISMODULE_OK;
-  }
-  RedisModule_ModuleTypeSetValue(key, fbf_type, nv);
-  RedisModule_ReplicateVerbatim(ctx);
-  return RedisModule_ReplyWithSimpleString(ctx, "OK");
-}
+/* rdb_load, rdb_save, aof_rewrite, digest and FBF.LOAD key now_ms blob. */
+BK_RM_BLOBTYPE_METHODS(fbf, fbf_blobtype)
 
 static size_t fbf_mem_usage(const void *value) {
   const rm_fbf *v = value;
@@ -375,10 +344,6 @@ static size_t fbf_mem_usage(const void *value) {
    * costs O(1), where info_get counts set bits. */
   if (bk_fbf_serialized_size(v->filter, &size) != BK_OK) size = 0;
   return sizeof *v + size;
-}
-
-static void fbf_digest(RedisModuleDigest *md, void *value) {
-  bk_rm_blob_digest(&fbf_blobtype, md, value);
 }
 
 int bk_rm_fbf_init(RedisModuleCtx *ctx) {
@@ -405,7 +370,7 @@ int bk_rm_fbf_init(RedisModuleCtx *ctx) {
       {"FBF.EXISTS", cmd_exists, "readonly fast"},
       {"FBF.MEXISTS", cmd_mexists, "readonly fast"},
       {"FBF.INFO", cmd_info, "readonly"},
-      {"FBF.LOAD", cmd_load, "write deny-oom"},
+      {"FBF.LOAD", fbf_cmd_load, "write deny-oom"},
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (RedisModule_CreateCommand(ctx, cmds[i].name, cmds[i].fn, cmds[i].flags,

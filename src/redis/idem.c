@@ -373,51 +373,15 @@ static const bk_rm_blobtype idem_blobtype = {
     .clock = idem_clock,
     .to_blob = idem_blob,
     .from_blob = idem_from_blob,
+    .type = &idem_type,
+    .free = idem_free,
 };
 
-static void *idem_rdb_load(RedisModuleIO *io, int encver) {
-  return bk_rm_blob_rdb_load(&idem_blobtype, io, encver);
-}
-
-static void idem_rdb_save(RedisModuleIO *io, void *value) {
-  bk_rm_blob_rdb_save(&idem_blobtype, io, value);
-}
-
-static void idem_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key,
-                             void *value) {
-  bk_rm_blob_aof_rewrite(&idem_blobtype, aof, key, value);
-}
-
-/* IDEM.LOAD table now_ms blob: set the key to the table the blob holds
- * (what the AOF rewrite emits; also a way to restore a saved table). */
-static int cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
-  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
-  if (argc != 4) return RedisModule_WrongArity(ctx);
-  uint64_t now;
-  if (!bk_rm_parse_u64(argv[2], 0, UINT64_MAX >> 1, &now))
-    return bk_rm_arg_error(ctx, "now_ms", "must be a time in ms >= 0");
-  size_t len;
-  const char *buf = RedisModule_StringPtrLen(argv[3], &len);
-  const char *why = NULL;
-  rm_idem *nv = idem_from_blob(buf, len, now, &why);
-  if (!nv) return bk_rm_arg_error(ctx, "blob", why);
-  RedisModuleKey *key;
-  rm_idem *v;
-  if (!open_write(ctx, argv[1], &key, &v)) {
-    idem_free(nv);
-    return REDISMODULE_OK;
-  }
-  RedisModule_ModuleTypeSetValue(key, idem_type, nv);
-  RedisModule_ReplicateVerbatim(ctx);
-  return RedisModule_ReplyWithSimpleString(ctx, "OK");
-}
+/* rdb_load, rdb_save, aof_rewrite, digest and IDEM.LOAD table now_ms blob. */
+BK_RM_BLOBTYPE_METHODS(idem, idem_blobtype)
 
 static size_t idem_mem_usage(const void *value) {
   return idem_memory(value);
-}
-
-static void idem_digest(RedisModuleDigest *md, void *value) {
-  bk_rm_blob_digest(&idem_blobtype, md, value);
 }
 
 int bk_rm_idem_init(RedisModuleCtx *ctx) {
@@ -444,7 +408,7 @@ int bk_rm_idem_init(RedisModuleCtx *ctx) {
       {"IDEM.INCRBYAT", cmd_incrbyat, "write deny-oom"},
       {"IDEM.GET", cmd_get, "readonly fast"},
       {"IDEM.INFO", cmd_info, "readonly"},
-      {"IDEM.LOAD", cmd_load, "write deny-oom"},
+      {"IDEM.LOAD", idem_cmd_load, "write deny-oom"},
   };
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (RedisModule_CreateCommand(ctx, cmds[i].name, cmds[i].fn, cmds[i].flags,

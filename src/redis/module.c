@@ -243,6 +243,31 @@ void bk_rm_blob_digest(const bk_rm_blobtype *t, RedisModuleDigest *md,
   RedisModule_DigestEndSequence(md);
 }
 
+int bk_rm_blob_cmd_load(const bk_rm_blobtype *t, RedisModuleCtx *ctx,
+                        RedisModuleString **argv, int argc) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
+  if (argc != (t->clock ? 4 : 3)) return RedisModule_WrongArity(ctx);
+  uint64_t now = 0;
+  if (t->clock && !bk_rm_parse_u64(argv[2], 0, UINT64_MAX >> 1, &now))
+    return bk_rm_arg_error(ctx, "now_ms", "must be a time in ms >= 0");
+  size_t len;
+  const char *buf = RedisModule_StringPtrLen(argv[argc - 1], &len);
+  const char *why = NULL;
+  void *nv = t->from_blob(buf, len, now, &why);
+  if (!nv) return bk_rm_arg_error(ctx, "blob", why);
+  RedisModuleKey *key =
+      RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
+  if (RedisModule_KeyType(key) != REDISMODULE_KEYTYPE_EMPTY &&
+      RedisModule_ModuleTypeGetType(key) != *t->type) {
+    RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
+    t->free(nv);
+    return REDISMODULE_OK;
+  }
+  RedisModule_ModuleTypeSetValue(key, *t->type, nv);
+  RedisModule_ReplicateVerbatim(ctx);
+  return RedisModule_ReplyWithSimpleString(ctx, "OK");
+}
+
 /* The one symbol the module exports (symbols are hidden by default). */
 __attribute__((visibility("default"))) int RedisModule_OnLoad(
     RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
