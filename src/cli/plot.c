@@ -42,6 +42,24 @@ int bk_plot_make_dir(const char *prog, const char *dir, FILE *err) {
   return 1;
 }
 
+FILE *bk_plot_open_csv(const char *prog, const char *dir, const char *name,
+                       char **path, FILE *err) {
+  size_t len = strlen(dir) + 1 + strlen(name) + sizeof ".csv";
+  *path = malloc(len);
+  if (!*path) {
+    fprintf(err, "%s: out of memory\n", prog);
+    return NULL;
+  }
+  snprintf(*path, len, "%s/%s.csv", dir, name);
+  FILE *f = fopen(*path, "w");
+  if (!f) {
+    fprintf(err, "%s: cannot write %s: %s\n", prog, *path, strerror(errno));
+    free(*path);
+    *path = NULL;
+  }
+  return f;
+}
+
 int bk_plot_prepare(const char *prog, const char *dir, FILE *err) {
   if (!bk_plot_available()) {
     fprintf(err, "%s: --plot needs gnuplot (Debian: gnuplot-nox; "

@@ -64,4 +64,11 @@ int bk_plot_make_dir(const char *prog, const char *dir, FILE *err);
  * (gnuplot: which Debian package has it) or why DIR cannot be made. */
 int bk_plot_prepare(const char *prog, const char *dir, FILE *err);
 
+/** Open DIR/NAME.csv for writing, a figure's data. Returns the stream
+ * with *path the file's path (malloc'd: the caller frees it), or NULL
+ * after saying on err why (`prog` prefixes the message), *path then NULL
+ * or unset when the path itself could not be allocated. */
+FILE *bk_plot_open_csv(const char *prog, const char *dir, const char *name,
+                       char **path, FILE *err);
+
 #endif

@@ -764,20 +764,7 @@ static void print_csv_row(FILE *out, const result *r, uint64_t n_ops) {
 
 /* DIR/NAME.csv, for a figure's data. NULL (said on stderr) on failure. */
 static FILE *open_plot_csv(const options *o, const char *name, char **path) {
-  size_t len = strlen(o->plot_dir) + 1 + strlen(name) + sizeof ".csv";
-  *path = malloc(len);
-  if (!*path) {
-    fprintf(stderr, PROG ": out of memory\n");
-    return NULL;
-  }
-  snprintf(*path, len, "%s/%s.csv", o->plot_dir, name);
-  FILE *f = fopen(*path, "w");
-  if (!f) {
-    fprintf(stderr, PROG ": cannot write %s: %s\n", *path, strerror(errno));
-    free(*path);
-    *path = NULL;
-  }
-  return f;
+  return bk_plot_open_csv(PROG, o->plot_dir, name, path, stderr);
 }
 
 /* Fig. 6.7: the expected value (ops first delivered so far, times delta)

@@ -93,21 +93,9 @@ fail:
   return 1;
 }
 
+/* DIR/NAME.csv, for a figure's data. NULL (said on stderr) on failure. */
 static FILE *open_csv(const options *o, const char *name, char **path) {
-  size_t len = strlen(o->plot_dir) + 1 + strlen(name) + sizeof ".csv";
-  *path = malloc(len);
-  if (!*path) {
-    fprintf(stderr, PROG ": out of memory\n");
-    return NULL;
-  }
-  snprintf(*path, len, "%s/%s.csv", o->plot_dir, name);
-  FILE *f = fopen(*path, "w");
-  if (!f) {
-    fprintf(stderr, PROG ": cannot write %s: %s\n", *path, strerror(errno));
-    free(*path);
-    *path = NULL;
-  }
-  return f;
+  return bk_plot_open_csv(PROG, o->plot_dir, name, path, stderr);
 }
 
 static int close_and_draw(FILE *f, char *path, const options *o,
