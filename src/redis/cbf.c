@@ -287,33 +287,17 @@ static const bk_rm_blobtype cbf_blobtype = {
     .free = cbf_free,
 };
 
-/* rdb_load, rdb_save, aof_rewrite, digest and CBF.LOAD key blob. */
-BK_RM_BLOBTYPE_METHODS(cbf, cbf_blobtype)
-
 static size_t cbf_mem_usage(const void *value) {
   size_t size = 0;
   if (bk_cbf_serialized_size(value, &size) != BK_OK) size = 0;
   return size;
 }
 
+/* rdb_load, rdb_save, aof_rewrite, digest and CBF.LOAD key blob. */
+BK_RM_BLOBTYPE_METHODS(cbf, cbf_blobtype)
+
 int bk_rm_cbf_init(RedisModuleCtx *ctx) {
-  RedisModuleTypeMethods methods = {
-      .version = REDISMODULE_TYPE_METHOD_VERSION,
-      .rdb_load = cbf_rdb_load,
-      .rdb_save = cbf_rdb_save,
-      .aof_rewrite = cbf_aof_rewrite,
-      .mem_usage = cbf_mem_usage,
-      .digest = cbf_digest,
-      .free = cbf_free,
-  };
-  cbf_type =
-      RedisModule_CreateDataType(ctx, "bk-cbf-ft", BK_RM_ENCVER, &methods);
-  if (!cbf_type) return REDISMODULE_ERR;
-  struct {
-    const char *name;
-    RedisModuleCmdFunc fn;
-    const char *flags;
-  } cmds[] = {
+  static const bk_rm_command cmds[] = {
       {"CBF.RESERVE", cmd_reserve, "write deny-oom"},
       {"CBF.ADD", cmd_add, "write deny-oom"},
       {"CBF.REM", cmd_rem, "write"},
@@ -323,9 +307,6 @@ int bk_rm_cbf_init(RedisModuleCtx *ctx) {
       {"CBF.INFO", cmd_info, "readonly"},
       {"CBF.LOAD", cbf_cmd_load, "write deny-oom"},
   };
-  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-    if (RedisModule_CreateCommand(ctx, cmds[i].name, cmds[i].fn, cmds[i].flags,
-                                  1, 1, 1) == REDISMODULE_ERR)
-      return REDISMODULE_ERR;
-  return REDISMODULE_OK;
+  return bk_rm_blob_register(ctx, &cbf_blobtype, "bk-cbf-ft", cbf_methods(),
+                             cmds, sizeof cmds / sizeof cmds[0]);
 }

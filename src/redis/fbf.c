@@ -334,9 +334,6 @@ static const bk_rm_blobtype fbf_blobtype = {
     .free = fbf_free,
 };
 
-/* rdb_load, rdb_save, aof_rewrite, digest and FBF.LOAD key now_ms blob. */
-BK_RM_BLOBTYPE_METHODS(fbf, fbf_blobtype)
-
 static size_t fbf_mem_usage(const void *value) {
   const rm_fbf *v = value;
   size_t size = 0;
@@ -346,24 +343,11 @@ static size_t fbf_mem_usage(const void *value) {
   return sizeof *v + size;
 }
 
+/* rdb_load, rdb_save, aof_rewrite, digest and FBF.LOAD key now_ms blob. */
+BK_RM_BLOBTYPE_METHODS(fbf, fbf_blobtype)
+
 int bk_rm_fbf_init(RedisModuleCtx *ctx) {
-  RedisModuleTypeMethods methods = {
-      .version = REDISMODULE_TYPE_METHOD_VERSION,
-      .rdb_load = fbf_rdb_load,
-      .rdb_save = fbf_rdb_save,
-      .aof_rewrite = fbf_aof_rewrite,
-      .mem_usage = fbf_mem_usage,
-      .digest = fbf_digest,
-      .free = fbf_free,
-  };
-  fbf_type =
-      RedisModule_CreateDataType(ctx, "bk-fbf-ft", BK_RM_ENCVER, &methods);
-  if (!fbf_type) return REDISMODULE_ERR;
-  struct {
-    const char *name;
-    RedisModuleCmdFunc fn;
-    const char *flags;
-  } cmds[] = {
+  static const bk_rm_command cmds[] = {
       {"FBF.RESERVE", cmd_reserve, "write deny-oom"},
       {"FBF.ADD", cmd_add, "write deny-oom"},
       {"FBF.ADDAT", cmd_addat, "write deny-oom"},
@@ -372,9 +356,6 @@ int bk_rm_fbf_init(RedisModuleCtx *ctx) {
       {"FBF.INFO", cmd_info, "readonly"},
       {"FBF.LOAD", fbf_cmd_load, "write deny-oom"},
   };
-  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-    if (RedisModule_CreateCommand(ctx, cmds[i].name, cmds[i].fn, cmds[i].flags,
-                                  1, 1, 1) == REDISMODULE_ERR)
-      return REDISMODULE_ERR;
-  return REDISMODULE_OK;
+  return bk_rm_blob_register(ctx, &fbf_blobtype, "bk-fbf-ft", fbf_methods(),
+                             cmds, sizeof cmds / sizeof cmds[0]);
 }

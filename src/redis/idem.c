@@ -377,32 +377,15 @@ static const bk_rm_blobtype idem_blobtype = {
     .free = idem_free,
 };
 
-/* rdb_load, rdb_save, aof_rewrite, digest and IDEM.LOAD table now_ms blob. */
-BK_RM_BLOBTYPE_METHODS(idem, idem_blobtype)
-
 static size_t idem_mem_usage(const void *value) {
   return idem_memory(value);
 }
 
+/* rdb_load, rdb_save, aof_rewrite, digest and IDEM.LOAD table now_ms blob. */
+BK_RM_BLOBTYPE_METHODS(idem, idem_blobtype)
+
 int bk_rm_idem_init(RedisModuleCtx *ctx) {
-  RedisModuleTypeMethods methods = {
-      .version = REDISMODULE_TYPE_METHOD_VERSION,
-      .rdb_load = idem_rdb_load,
-      .rdb_save = idem_rdb_save,
-      .aof_rewrite = idem_aof_rewrite,
-      .mem_usage = idem_mem_usage,
-      .digest = idem_digest,
-      .free = idem_free,
-  };
-  /* Type names are exactly 9 characters. */
-  idem_type =
-      RedisModule_CreateDataType(ctx, "bk-idemtb", BK_RM_ENCVER, &methods);
-  if (!idem_type) return REDISMODULE_ERR;
-  struct {
-    const char *name;
-    RedisModuleCmdFunc fn;
-    const char *flags;
-  } cmds[] = {
+  static const bk_rm_command cmds[] = {
       {"IDEM.RESERVE", cmd_reserve, "write deny-oom"},
       {"IDEM.INCRBY", cmd_incrby, "write deny-oom"},
       {"IDEM.INCRBYAT", cmd_incrbyat, "write deny-oom"},
@@ -410,9 +393,7 @@ int bk_rm_idem_init(RedisModuleCtx *ctx) {
       {"IDEM.INFO", cmd_info, "readonly"},
       {"IDEM.LOAD", idem_cmd_load, "write deny-oom"},
   };
-  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-    if (RedisModule_CreateCommand(ctx, cmds[i].name, cmds[i].fn, cmds[i].flags,
-                                  1, 1, 1) == REDISMODULE_ERR)
-      return REDISMODULE_ERR;
-  return REDISMODULE_OK;
+  /* Type names are exactly 9 characters. */
+  return bk_rm_blob_register(ctx, &idem_blobtype, "bk-idemtb", idem_methods(),
+                             cmds, sizeof cmds / sizeof cmds[0]);
 }

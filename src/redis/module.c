@@ -268,6 +268,18 @@ int bk_rm_blob_cmd_load(const bk_rm_blobtype *t, RedisModuleCtx *ctx,
   return RedisModule_ReplyWithSimpleString(ctx, "OK");
 }
 
+int bk_rm_blob_register(RedisModuleCtx *ctx, const bk_rm_blobtype *t,
+                        const char *type_name, RedisModuleTypeMethods methods,
+                        const bk_rm_command *cmds, size_t n) {
+  *t->type = RedisModule_CreateDataType(ctx, type_name, BK_RM_ENCVER, &methods);
+  if (!*t->type) return REDISMODULE_ERR;
+  for (size_t i = 0; i < n; i++)
+    if (RedisModule_CreateCommand(ctx, cmds[i].name, cmds[i].fn, cmds[i].flags,
+                                  1, 1, 1) == REDISMODULE_ERR)
+      return REDISMODULE_ERR;
+  return REDISMODULE_OK;
+}
+
 /* The one symbol the module exports (symbols are hidden by default). */
 __attribute__((visibility("default"))) int RedisModule_OnLoad(
     RedisModuleCtx *ctx, RedisModuleString **argv, int argc);

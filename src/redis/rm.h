@@ -101,9 +101,24 @@ void bk_rm_blob_digest(const bk_rm_blobtype *t, RedisModuleDigest *md,
 int bk_rm_blob_cmd_load(const bk_rm_blobtype *t, RedisModuleCtx *ctx,
                         RedisModuleString **argv, int argc);
 
+/* A command of a data type, for bk_rm_blob_register. */
+typedef struct bk_rm_command {
+  const char *name;
+  RedisModuleCmdFunc fn;
+  const char *flags;
+} bk_rm_command;
+
+/* Create the data type `type_name` (exactly 9 characters) with `methods`
+ * into *t->type, then its n commands (first key, last key, step: 1, 1, 1).
+ * REDISMODULE_OK or REDISMODULE_ERR. */
+int bk_rm_blob_register(RedisModuleCtx *ctx, const bk_rm_blobtype *t,
+                        const char *type_name, RedisModuleTypeMethods methods,
+                        const bk_rm_command *cmds, size_t n);
+
 /* Defines <p>_rdb_load, <p>_rdb_save, <p>_aof_rewrite, <p>_digest and
  * <p>_cmd_load, the type methods and LOAD command of the blobtype `desc`
- * (Redis passes them no context to find `desc` from). */
+ * (Redis passes them no context to find `desc` from), and <p>_methods(),
+ * every type method, with <p>_mem_usage and <p>_free (defined before). */
 #define BK_RM_BLOBTYPE_METHODS(p, desc)                                   \
   static void *p##_rdb_load(RedisModuleIO *io, int encver) {              \
     return bk_rm_blob_rdb_load(&(desc), io, encver);                      \
@@ -121,6 +136,17 @@ int bk_rm_blob_cmd_load(const bk_rm_blobtype *t, RedisModuleCtx *ctx,
   static int p##_cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv,  \
                           int argc) {                                     \
     return bk_rm_blob_cmd_load(&(desc), ctx, argv, argc);                 \
+  }                                                                       \
+  static RedisModuleTypeMethods p##_methods(void) {                       \
+    return (RedisModuleTypeMethods){                                      \
+        .version = REDISMODULE_TYPE_METHOD_VERSION,                       \
+        .rdb_load = p##_rdb_load,                                         \
+        .rdb_save = p##_rdb_save,                                         \
+        .aof_rewrite = p##_aof_rewrite,                                   \
+        .mem_usage = p##_mem_usage,                                       \
+        .digest = p##_digest,                                             \
+        .free = p##_free,                                                 \
+    };                                                                    \
   }
 
 /* Register each data type and its commands. */
