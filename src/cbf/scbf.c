@@ -823,7 +823,7 @@ bk_status bk_scbf_info_get(const bk_scbf *s, bk_scbf_info *out) {
   };
   unsigned n = atomic_load_explicit(&s->n_filters, memory_order_acquire);
   info.n_filters = n;
-  double none = 1.0;
+  double none = 0.0; /* ln P(no filter answers): exact for tiny rates */
   for (unsigned i = 0; i < n; i++) {
     bk_scbf_filter_info fi;
     fill_filter_info(s, i, n, &fi);
@@ -831,10 +831,10 @@ bk_status bk_scbf_info_get(const bk_scbf *s, bk_scbf_info *out) {
     info.nonzero += fi.nonzero;
     info.saturated += fi.saturated;
     info.m_counters += fi.m_counters;
-    none *= 1.0 - fi.fill_fpp;
+    none += log1p(-fi.fill_fpp);
     if (s->fd < 0) info.memory += s->filters[i].region.size;
   }
-  info.estimated_fpp = 1.0 - none;
+  info.estimated_fpp = none < 0.0 ? -expm1(none) : 0.0;
   *out = info;
   return BK_OK;
 }

@@ -395,25 +395,28 @@ static double estimate(const bk_fbf *f, uint64_t st, bk_fbf_check check,
     sh[i] = __atomic_load_n(&f->shared[slot], __ATOMIC_RELAXED);
     p[i] = filter_fpp(f, n[i]);
   }
-  double none = 1.0;
+  /* ln P(no false positive) as a sum of log1p terms, and the rate as
+   * -expm1 of it: 1 - prod(1 - p_i) in doubles is 0 for any rate below
+   * 1e-16 (a lightly loaded filter reported fpp 0). */
+  double none = 0.0;
   if (check == BK_FBF_CHECK_SIMPLE) {
-    for (unsigned i = 0; i < count; i++) none *= 1.0 - p[i];
-    return 1.0 - none;
+    for (unsigned i = 0; i < count; i++) none += log1p(-p[i]);
+    return none < 0.0 ? -expm1(none) : 0.0; /* not -0.0 */
   }
   /* phi: future alone; each consecutive pair from (present, past newest) to
    * (past_{N-1}, past oldest); past oldest alone (Eq. 4.3). The last pair
    * contains the oldest filter, so its event is inside "oldest alone":
    * Eq. 4.3 counts it twice (1.5x too high at N = 1); the shared-aware
    * estimate leaves it out. */
-  none *= 1.0 - p[0];
+  none += log1p(-p[0]);
   for (unsigned i = 1; i + 1 < count; i++) {
     if (shared_aware && i + 2 == count) break;
     double pair =
         shared_aware ? pair_fpp(f, n[i], n[i + 1], sh[i]) : p[i] * p[i + 1];
-    none *= 1.0 - pair;
+    none += log1p(-pair);
   }
-  none *= 1.0 - p[count - 1];
-  return 1.0 - none;
+  none += log1p(-p[count - 1]);
+  return none < 0.0 ? -expm1(none) : 0.0; /* not -0.0 */
 }
 
 static bk_status estimated(const bk_fbf *f, bk_fbf_check check,
