@@ -24,12 +24,16 @@
  * target bounds (IDEM.INCRBY >= 0.7x INCRBY: inv_ratio <= 1 / 0.7).
  *
  * Memory per remembered id, memory/fpp:P: ids arrive at a steady rate and
- * are remembered for a 60 s window. The FBF is sized for C = 100,000 ids
- * per refresh period (t = 20 s, so 3C ids per window); the SET approach
- * holds one key per id of the window. Both get the same 3C = 300,000
- * 16-byte ids; bytes per id = growth of INFO used_memory / 3C. Counters:
- * fbf_bytes_per_id, set_bytes_per_id, fbf_over_set (the target: <= 1/20),
- * and memory_usage_fbf (MEMORY USAGE of the filter key).
+ * are remembered for a 60 s window. The FBF is sized for C = 300,000 ids
+ * per window (FBF.RESERVE's capacity; 6 refresh periods of 10 s) and gets
+ * 2C ids over two windows of its own time (FBF.ADDAT), ending in steady
+ * state holding the last window's C; the SET approach holds one key per id
+ * of the window, C keys. Bytes per id = growth of INFO used_memory / C.
+ * Counters: fbf_bytes_per_id, set_bytes_per_id, fbf_over_set (the target:
+ * <= 1/20), memory_usage_fbf (MEMORY USAGE of the filter key), and the
+ * false positive rate the filter has at that point: fbf_fpp_measured (the
+ * share of 10^6 never-added ids FBF.MEXISTS calls present) and
+ * fbf_fpp_estimate (FBF.INFO's).
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -159,14 +163,20 @@ static long long used_memory(void) {
   return v;
 }
 
-/* Insert `count` ids with `cmd` (a format taking one id) at depth 64. */
-static void insert_ids(const char *fmt, const char *prefix, uint64_t count) {
+/* Insert `count` ids with `cmd` at depth 64: a format taking one id, or
+ * with `span` > 0 a time (ms, spread evenly over [0, span)) and an id. */
+static void insert_ids(const char *fmt, const char *prefix, uint64_t count,
+                       uint64_t span) {
   for (uint64_t done = 0; done < count;) {
     uint64_t chunk = count - done < 64 ? count - done : 64;
     for (uint64_t j = 0; j < chunk; j++) {
       char id[40];
       snprintf(id, sizeof id, "%s%014" PRIu64, prefix, done + j);
-      redisAppendCommand(conn, fmt, id);
+      if (span)
+        redisAppendCommand(conn, fmt,
+                           (unsigned long long)((done + j) * span / count), id);
+      else
+        redisAppendCommand(conn, fmt, id);
     }
     for (uint64_t j = 0; j < chunk; j++) {
       redisReply *r = NULL;
@@ -179,13 +189,51 @@ static void insert_ids(const char *fmt, const char *prefix, uint64_t count) {
   }
 }
 
-#define MEM_CAPACITY 100000u /* ids per refresh period */
-#define MEM_IDS (3u * MEM_CAPACITY)
+#define MEM_CAPACITY 300000u /* ids per window */
+#define MEM_IDS MEM_CAPACITY
+
+#define MEM_PROBES 1000000u /* absent ids asked after the fill */
 
 typedef struct memory_result {
   bool done;
-  double fbf, set, usage;
+  double fbf, set, usage, fpp_measured, fpp_estimate;
 } memory_result;
+
+/* The share of MEM_PROBES never-added ids FBF.MEXISTS calls present. */
+static double measured_fpp(const char *key) {
+  uint64_t positives = 0;
+  for (uint64_t done = 0; done < MEM_PROBES; done += 1000) {
+    const char *argv[1002];
+    size_t lens[1002];
+    static char ids[1000][40];
+    argv[0] = "FBF.MEXISTS";
+    argv[1] = key;
+    for (int j = 0; j < 1000; j++) {
+      snprintf(ids[j], sizeof ids[j], "absent:%014" PRIu64, done + j);
+      argv[2 + j] = ids[j];
+    }
+    for (int j = 0; j < 1002; j++) lens[j] = strlen(argv[j]);
+    redisReply *r = redisCommandArgv(conn, 1002, argv, lens);
+    RH_CHECK(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1000,
+             "FBF.MEXISTS");
+    for (size_t j = 0; j < r->elements; j++)
+      positives += r->element[j]->integer == 1;
+    freeReplyObject(r);
+  }
+  return (double)positives / MEM_PROBES;
+}
+
+/* FBF.INFO's fpp_estimate of `key`. */
+static double estimated_fpp(const char *key) {
+  redisReply *r = rh_cmd(conn, "FBF.INFO %s", key);
+  double v = -1;
+  for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements;
+       i += 2)
+    if (strcmp(r->element[i]->str, "fpp_estimate") == 0)
+      v = atof(r->element[i + 1]->str);
+  freeReplyObject(r);
+  return v;
+}
 
 /* Measure once: Google Benchmark calls a body several times while it
  * settles the iteration count, and the figures do not depend on it. */
@@ -193,13 +241,19 @@ static void measure_memory(const char *fpp, memory_result *out) {
   freeReplyObject(rh_cmd(conn, "FLUSHALL"));
   long long m0 = used_memory();
   freeReplyObject(
-      rh_cmd(conn, "FBF.RESERVE {m}f %u 60000 FPP %s", MEM_CAPACITY, fpp));
-  insert_ids("FBF.ADD {m}f %s", "fbf:", MEM_IDS);
+      rh_cmd(conn, "FBF.RESERVE {m}f %u 60000 FPP %s AT 0", MEM_CAPACITY, fpp));
+  /* Two windows of ids at a steady rate (120 s of the filter's time): the
+   * filter ends in steady state, remembering the last window's MEM_IDS,
+   * its oldest filter holding two periods (after one window it would
+   * hold one, and its false positives be far below the steady rate). */
+  insert_ids("FBF.ADDAT {m}f %llu %s", "fbf:", 2 * MEM_IDS, 120000);
   long long m1 = used_memory();
   long long usage = rh_int(conn, "MEMORY USAGE {m}f");
+  out->fpp_measured = measured_fpp("{m}f");
+  out->fpp_estimate = estimated_fpp("{m}f");
   freeReplyObject(rh_cmd(conn, "FLUSHALL"));
   long long m2 = used_memory();
-  insert_ids("SET %s 1 NX PX 60000", "set:", MEM_IDS);
+  insert_ids("SET %s 1 NX PX 60000", "set:", MEM_IDS, 0);
   long long m3 = used_memory();
   freeReplyObject(rh_cmd(conn, "FLUSHALL"));
   out->fbf = (double)(m1 - m0) / MEM_IDS;
@@ -226,6 +280,8 @@ static void bench_memory(bk_bench_state *st, void *varg) {
   bk_bench_counter(st, "set_bytes_per_id", res->set);
   bk_bench_counter(st, "fbf_over_set", res->fbf / res->set);
   bk_bench_counter(st, "memory_usage_fbf", res->usage);
+  bk_bench_counter(st, "fbf_fpp_measured", res->fpp_measured);
+  bk_bench_counter(st, "fbf_fpp_estimate", res->fpp_estimate);
 }
 
 static pair_arg pairs[3][2];
@@ -261,7 +317,7 @@ static void register_all(void) {
       "Redis sides timed interleaved with the wall clock in each benchmark "
       "(counters module_kops, redis_kops, ratio = module / Redis). "
       "redis/memory: INFO used_memory growth per id, 300,000 ids of a 60 s "
-      "window (FBF: 100,000 ids per 20 s period).");
+      "window (FBF.RESERVE capacity 300,000, window 60 s).");
 }
 
 int main(int argc, char **argv) {
@@ -274,8 +330,8 @@ int main(int argc, char **argv) {
   rh_node *node = rh_start(extra);
   conn = rh_connect(node->port, 10000);
   RH_CHECK(conn, "connect");
-  /* The FBF of the add/exists pairs: 1M ids per 20 s period. */
-  freeReplyObject(rh_cmd(conn, "FBF.RESERVE {b}f 1000000 60000 FPP 0.001"));
+  /* The FBF of the add/exists pairs: 3M ids per 60 s window. */
+  freeReplyObject(rh_cmd(conn, "FBF.RESERVE {b}f 3000000 60000 FPP 0.001"));
   /* The IDEM table sized for the rate the benchmark drives it at (up to
    * ~200,000 new ops/s, 2 M per 10 s period of a 30 s retry timeout: 29
    * MiB of filter), so it runs at its design fill, not overloaded. */

@@ -35,7 +35,7 @@ typedef struct bk_rm_defaults {
   double fpp;                /* IDEM tables and FBFs: target fpp */
   uint64_t ops_per_period;   /* IDEM tables: updates per refresh period */
   bk_idem_strategy strategy; /* IDEM tables: fbf or adaptive */
-  uint64_t fbf_capacity;     /* FBFs: items per refresh period */
+  uint64_t fbf_capacity;     /* FBFs: items per window */
   uint64_t fbf_window;       /* FBFs: ms an item is remembered at least */
   uint64_t cbf_capacity;     /* CBFs: items present at once */
   uint64_t max_alloc;        /* bytes: the largest single allocation */
