@@ -10,4 +10,6 @@ set ylabel 'rho = sd / mean of the servers'' pairs'
 set grid
 set datafile missing NaN
 set key top right Left reverse box opaque noenhanced
+set yrange [0:*]
+set xtics 1
 plot 'docs/figures/kbf_fig21.csv' using (column('step')):((column('rho'))) axes x1y1 with linespoints lw 2 pt 1 title 'rho'

@@ -744,6 +744,7 @@ static const bk_plot_figure plots[] = {
      .logy = true,
      .key = "top right",
      .n_series = 6,
+     .zero_at = 1.0, /* rates of n probes: see draw_plots */
      .series = FP_SERIES},
     {.name = "fig9",
      .title = "Fig. 9: false positives of deleted keys, "
@@ -754,6 +755,7 @@ static const bk_plot_figure plots[] = {
      .logy = true,
      .key = "top right",
      .n_series = 6,
+     .zero_at = 1.0, /* rates of n probes: see draw_plots */
      .series = FP_SERIES},
     {.name = "fig10",
      .title = "Fig. 10: false positives of deleted keys, "
@@ -764,6 +766,7 @@ static const bk_plot_figure plots[] = {
      .logy = true,
      .key = "top right",
      .n_series = 6,
+     .zero_at = 1.0, /* rates of n probes: see draw_plots */
      .series = FP_SERIES},
     {.name = "fig11",
      .title = "Fig. 11: false negatives after updates, "
@@ -824,6 +827,17 @@ static const bk_plot_figure plots[] = {
 static int draw_plots(const options *o) {
   for (size_t i = 0; i < sizeof plots / sizeof plots[0]; i++) {
     bk_plot_figure fig = plots[i];
+    /* Rates of n probes: none at all is drawn on the log axis below the
+     * least measurable, 1 / n. */
+    char zero_label[96];
+    if (fig.zero_at > 0.0) {
+      fig.zero_at = 0.3 / (double)o->n;
+      snprintf(zero_label, sizeof zero_label,
+               "0 of %llu probes (drawn here)", (unsigned long long)o->n);
+      fig.zero_label = zero_label;
+    } else if (!fig.logx && !fig.histogram) {
+      fig.y_from_zero = true;
+    }
     char csv[4096];
     snprintf(csv, sizeof csv, "%s/%s.csv", o->out_dir, fig.name);
     fig.csv = csv;

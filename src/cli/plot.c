@@ -109,6 +109,22 @@ static int write_script(FILE *f, const bk_plot_figure *fig,
           fig->key ? fig->key : "top left");
   if (fig->logx) fputs("set logscale x\n", f);
   if (fig->logy) fputs("set logscale y\nset format y '10^{%L}'\n", f);
+  bool zero_at = fig->logy && fig->zero_at > 0.0;
+  if (zero_at) {
+    fprintf(f,
+            "set yrange [%.6g:*]\n"
+            "set arrow from graph 0, first %.6g to graph 1, first %.6g "
+            "nohead dt 2 lc rgb 'gray40'\n"
+            "set label ",
+            fig->zero_at / 2.0, fig->zero_at, fig->zero_at);
+    put_quoted(f, fig->zero_label ? fig->zero_label : "0 measured");
+    fprintf(f, " at graph 0.01, first %.6g font ',9' noenhanced\n",
+            fig->zero_at * 1.35);
+  } else if (fig->y_from_zero && !fig->logy) {
+    fputs("set yrange [0:*]\n", f);
+  }
+  if (fig->xtics > 0.0 && !fig->histogram)
+    fprintf(f, "set xtics %.6g\n", fig->xtics);
   bool right = false;
   for (unsigned i = 0; i < fig->n_series; i++) right |= fig->series[i].right;
   if (right) {
@@ -155,9 +171,16 @@ static int write_script(FILE *f, const bk_plot_figure *fig,
       put_quoted(f, s->filter_value);
       fputs(" ? ", f);
     }
+    if (zero_at && !s->right) {
+      /* column(c) == 0 ? zero_at : column(c) */
+      fputs("(column(", f);
+      put_quoted(f, s->column);
+      fprintf(f, ") == 0 ? %.6g : ", fig->zero_at);
+    }
     fputs(s->absolute ? "abs(column(" : "(column(", f);
     put_quoted(f, s->column);
     fputs("))", f);
+    if (zero_at && !s->right) fputs(")", f);
     if (s->filter_column) fputs(" : NaN", f);
     fprintf(f, ") axes x1%s with %s lw 2 pt %u title ", s->right ? "y2" : "y1",
             style, (i % 7) + 1);

@@ -37,6 +37,15 @@ typedef struct bk_plot_figure {
   const char *xlabel, *ylabel;
   const char *y2label;   /* NULL unless a series is on the right */
   bool logx, logy, logy2;
+  /* A log y axis: a y of 0 (none among the probes) is drawn at zero_at,
+   * on a dashed line labelled zero_label; 0: such points are left out
+   * (a log axis has no 0), and a series of zeros draws nothing. */
+  double zero_at;
+  const char *zero_label;
+  /* A linear y axis starts at 0 (ratios, counts): otherwise a series of
+   * zeros is centred in [-1, 1]. */
+  bool y_from_zero;
+  double xtics; /* > 0: a tic every xtics on x (counts: 1) */
   const char *style;     /* gnuplot's `with`: NULL is linespoints */
   /* Clustered bars, one cluster per row, labelled by the x column (text);
    * rows with an empty y are a missing bar. */

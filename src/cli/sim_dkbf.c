@@ -151,6 +151,8 @@ static int plot_detail(const options *o, uint64_t show, const uint64_t *before,
       .xlabel = "exchanges made",
       .ylabel = "rho = sd / mean of the servers' pairs",
       .key = "top right",
+      .xtics = 1, /* exchanges are counted */
+      .y_from_zero = true,
       .n_series = 1,
       .series = {{"rho", "rho"}},
   };

@@ -10,4 +10,5 @@ set ylabel 'false negative ratio'
 set grid
 set datafile missing NaN
 set key top left Left reverse box opaque noenhanced
+set yrange [0:*]
 plot 'docs/figures/kbf/fig13.csv' using (column('rho')):((column('join_fn'))) axes x1y1 with linespoints lw 2 pt 1 title 'JOIN'

@@ -10,5 +10,6 @@ set ylabel 'encoding'
 set grid
 set datafile missing NaN
 set key top left Left reverse box opaque noenhanced
+set yrange [0:*]
 plot 'docs/figures/kbf/fig3.csv' using (column('index')):((column('encoding'))) axes x1y1 with linespoints lw 2 pt 1 title 'greedy encodings', \
      'docs/figures/kbf/fig3.csv' using (column('index')):((column('fit'))) axes x1y1 with linespoints lw 2 pt 2 title 'quadratic fit (Sec. 3.6)'

@@ -10,6 +10,7 @@ set ylabel 'false negative ratio'
 set grid
 set datafile missing NaN
 set key top right Left reverse box opaque noenhanced
+set yrange [0:*]
 plot 'docs/figures/kbf/fig7.csv' using (column('size_factor')):((column('p1e-3'))) axes x1y1 with linespoints lw 2 pt 1 title 'p = 1e-3', \
      'docs/figures/kbf/fig7.csv' using (column('size_factor')):((column('p1e-4'))) axes x1y1 with linespoints lw 2 pt 2 title 'p = 1e-4', \
      'docs/figures/kbf/fig7.csv' using (column('size_factor')):((column('p1e-5'))) axes x1y1 with linespoints lw 2 pt 3 title 'p = 1e-5', \
