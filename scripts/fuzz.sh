@@ -18,11 +18,13 @@
 # Each target uses -timeout=2, so a call that runs long is a finding, keeps
 # what it discovers in $BK_FUZZ_BUILD/corpus-<kind> (the committed seeds are
 # only read) and writes crashing inputs to $BK_FUZZ_BUILD/findings-<kind>/.
-# A timeout is confirmed by running its input again alone (3 times, same
-# timeout): one that does not reproduce was the machine, not the code (a
-# fuzzer at low priority on a busy machine can be descheduled for seconds,
-# e.g. in the middle of ASan's quarantine recycling); it is kept under
-# findings-<kind>/unconfirmed/, counted apart, and fuzzing goes on.
+# A timeout (or a slow unit) is confirmed by running its input again alone
+# (3 times, same timeout): one that does not reproduce was the machine, not
+# the code (a fuzzer at low priority on a busy machine can be descheduled
+# for seconds, e.g. in the middle of ASan's quarantine recycling, and one
+# stopped with SIGSTOP for a quiet benchmark meanwhile times out on
+# resuming); it is kept under findings-<kind>/unconfirmed/, counted apart,
+# and fuzzing goes on.
 # Exit status 1 if any target found something.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -90,7 +92,9 @@ fuzz_kind() {
       tail -1 | grep -o '[0-9]*$' || echo 0)))
     if [ "$rc" != 0 ]; then
       local t confirmed=0
-      for t in "$found"/timeout-*; do
+      # A slow unit (libFuzzer's slow-unit-*, over 10 s) is a timeout that
+      # the alarm did not catch in time: triaged the same way.
+      for t in "$found"/timeout-* "$found"/slow-unit-*; do
         [ -f "$t" ] || continue
         if "$exe" -timeout=2 -runs=3 "$t" >>"$log.triage" 2>&1; then
           mkdir -p "$found/unconfirmed"
