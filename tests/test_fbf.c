@@ -1367,19 +1367,6 @@ static void thesis_point_run(uint64_t m, unsigned k, unsigned n, unsigned reps,
   }
 }
 
-/* Thesis Fig. 6.1: m = 6250, k = 5, N = 1, t = 5 s, 100..500 elements,
- * 200k absent probes: the optimized check's empirical fpp is below the
- * simple check's. Per probe the optimized check's hits are a subset of the
- * simple check's (asserted in thesis_instance), so the claim is that the
- * difference is real: where the simple check gathers >= 200 hits over the
- * replicates, the optimized one must have at most 3/4 of them. With
- * Algorithm 1 the future's bits are a subset of the present's and, for
- * N = 1, the (present, past) pair is a subset of "past alone", so the
- * optimized check drops exactly the present's own hits: about half of the
- * simple check's (the thesis reports 90% fewer at 300 elements, a figure
- * this insertion schedule cannot reach; measured below). The replicates'
- * hits are Poisson-like, so at >= 200 simple hits a true ratio of ~0.5
- * lands above 0.75 with probability far below 1e-6. */
 /* A lightly loaded filter's estimate is its tiny rate, not 0: with one
  * element in the future and present filters, the simple check's rate is
  * about 2 p(1) and the optimized check's about p(1) (future alone), both
@@ -1402,6 +1389,19 @@ static void test_estimate_tiny_rates(void **state) {
   bk_fbf_destroy(f);
 }
 
+/* Thesis Fig. 6.1: m = 6250, k = 5, N = 1, t = 5 s, 100..500 elements,
+ * 200k absent probes: the optimized check's empirical fpp is below the
+ * simple check's. Per probe the optimized check's hits are a subset of the
+ * simple check's (asserted in thesis_instance), so the claim is that the
+ * difference is real: where the simple check gathers >= 200 hits over the
+ * replicates, the optimized one must have at most 3/4 of them. With
+ * Algorithm 1 the future's bits are a subset of the present's and, for
+ * N = 1, the (present, past) pair is a subset of "past alone", so the
+ * optimized check drops exactly the present's own hits: about half of the
+ * simple check's (the thesis reports 90% fewer at 300 elements, a figure
+ * this insertion schedule cannot reach; measured below). The replicates'
+ * hits are Poisson-like, so at >= 200 simple hits a true ratio of ~0.5
+ * lands above 0.75 with probability far below 1e-6. */
 static void test_optimized_below_simple(void **state) {
   (void)state;
   const unsigned ns[] = {100, 200, 300, 400, 500};

@@ -827,14 +827,12 @@ static const bk_plot_figure plots[] = {
 static int draw_plots(const options *o) {
   for (size_t i = 0; i < sizeof plots / sizeof plots[0]; i++) {
     bk_plot_figure fig = plots[i];
-    /* Rates of n probes: none at all is drawn on the log axis below the
-     * least measurable, 1 / n. */
-    char zero_label[96];
+    /* Rates of at most n probes (Figs. 9-10: n (b + 1) / 10 after batch
+     * b): none at all is drawn on the log axis below the least measurable
+     * rate of any point, 1 / n. */
     if (fig.zero_at > 0.0) {
       fig.zero_at = 0.3 / (double)o->n;
-      snprintf(zero_label, sizeof zero_label,
-               "0 of %llu probes (drawn here)", (unsigned long long)o->n);
-      fig.zero_label = zero_label;
+      fig.zero_label = "0: none among the probes (drawn here)";
     } else if (!fig.logx && !fig.histogram) {
       fig.y_from_zero = true;
     }

@@ -45,7 +45,8 @@ extern bk_rm_defaults bk_rm_config;
 extern const bk_allocator bk_rm_allocator;
 
 /* Upper bounds of numeric arguments (docs/redis.md): times in ms up to
- * 2^40 (34 years), sizes up to 2^32 per period. */
+ * 2^40 (34 years), sizes (items per window, per period, at once) up to
+ * 2^32. */
 #define BK_RM_MAX_MS (UINT64_C(1) << 40)
 #define BK_RM_MAX_CAPACITY (UINT64_C(1) << 32)
 

@@ -14,7 +14,7 @@ set logscale y
 set format y '10^{%L}'
 set yrange [1.5e-06:*]
 set arrow from graph 0, first 3e-06 to graph 1, first 3e-06 nohead dt 2 lc rgb 'gray40'
-set label '0 of 100000 probes (drawn here)' at graph 0.01, first 4.05e-06 font ',9' noenhanced
+set label '0: none among the probes (drawn here)' at graph 0.01, first 4.05e-06 font ',9' noenhanced
 plot 'docs/figures/kbf/fig10.csv' using (column('batch')):((column('p1e-3') == 0 ? 3e-06 : (column('p1e-3')))) axes x1y1 with linespoints lw 2 pt 1 title 'bloomkit, p = 1e-3', \
      'docs/figures/kbf/fig10.csv' using (column('batch')):((column('p1e-4') == 0 ? 3e-06 : (column('p1e-4')))) axes x1y1 with linespoints lw 2 pt 2 title 'bloomkit, p = 1e-4', \
      'docs/figures/kbf/fig10.csv' using (column('batch')):((column('paper_rule_p1e-3') == 0 ? 3e-06 : (column('paper_rule_p1e-3')))) axes x1y1 with linespoints lw 2 pt 3 title 'Algorithm 6 rule, p = 1e-3', \
