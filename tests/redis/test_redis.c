@@ -205,6 +205,49 @@ static void fbf_whole_filter_rate(redisContext *c) {
   freeReplyObject(rh_cmd(c, "DEL fr"));
 }
 
+/* `per_window` items a window for two windows into an adaptive filter of
+ * capacity 6000, window 60 s; returns its constituent filters after. */
+static long long adaptive_filters_after(redisContext *c, const char *key,
+                                        unsigned per_window) {
+  freeReplyObject(
+      rh_cmd(c, "FBF.RESERVE %s 6000 60000 FPP 0.01 ADAPTIVE AT 0", key));
+  static char items[100][32], now[24];
+  const char *argv[103];
+  size_t lens[103];
+  unsigned cmds = 2 * per_window / 100;
+  for (unsigned i = 0; i < cmds; i++) {
+    snprintf(now, sizeof now, "%u", i * 120000u / cmds);
+    argv[0] = "FBF.ADDAT";
+    argv[1] = key;
+    argv[2] = now;
+    for (unsigned j = 0; j < 100; j++) {
+      snprintf(items[j], sizeof items[j], "%s:%u", key, i * 100 + j);
+      argv[3 + j] = items[j];
+    }
+    for (unsigned j = 0; j < 103; j++) lens[j] = strlen(argv[j]);
+    redisReply *r = redisCommandArgv(c, 103, argv, lens);
+    RH_CHECK(r && r->type == REDIS_REPLY_ARRAY, "FBF.ADDAT %s", key);
+    freeReplyObject(r);
+  }
+  long long filters = info_field(c, "FBF.INFO", key, "filters");
+  freeReplyObject(rh_cmd(c, "DEL %s", key));
+  return filters;
+}
+
+/* ADAPTIVE resizes when the load changes, not at the nominal load: sized
+ * for FPP exactly, a filter at its capacity grew at the first ticks (the
+ * library grows at 0.9 of the target, at the tick before a refresh). */
+static void fbf_adaptive_at_capacity(redisContext *c) {
+  long long at_capacity = adaptive_filters_after(c, "fad1", 6000);
+  long long at_triple = adaptive_filters_after(c, "fad3", 18000);
+  printf("adaptive FBF: %lld filters after two windows at capacity, %lld at "
+         "3x capacity\n",
+         at_capacity, at_triple);
+  RH_CHECK(at_capacity == 7, "at capacity: %lld filters, not 7", at_capacity);
+  RH_CHECK(at_triple > 7, "at 3x capacity: %lld filters, no growth",
+           at_triple);
+}
+
 static void single_commands(redisContext *c) {
   /* IDEM: applied, duplicate, new op; values across counters. */
   incr(c, "t0", "a", "1", "1", "5", 5, 1);
@@ -364,6 +407,7 @@ static void single_commands(redisContext *c) {
   freeReplyObject(rh_cmd(c, "FBF.RESERVE fa 100 3000 ADAPTIVE AT 0"));
   RH_CHECK(info_field(c, "FBF.INFO", "fa", "adaptive") == 1, "adaptive");
   fbf_whole_filter_rate(c);
+  fbf_adaptive_at_capacity(c);
 
   /* CBF: counts, removes, errors. */
   r = rh_cmd(c, "CBF.ADD c0 a b a");
