@@ -201,26 +201,8 @@ typedef struct memory_result {
 
 /* The share of MEM_PROBES never-added ids FBF.MEXISTS calls present. */
 static double measured_fpp(const char *key) {
-  uint64_t positives = 0;
-  for (uint64_t done = 0; done < MEM_PROBES; done += 1000) {
-    const char *argv[1002];
-    size_t lens[1002];
-    static char ids[1000][40];
-    argv[0] = "FBF.MEXISTS";
-    argv[1] = key;
-    for (int j = 0; j < 1000; j++) {
-      snprintf(ids[j], sizeof ids[j], "absent:%014" PRIu64, done + j);
-      argv[2 + j] = ids[j];
-    }
-    for (int j = 0; j < 1002; j++) lens[j] = strlen(argv[j]);
-    redisReply *r = redisCommandArgv(conn, 1002, argv, lens);
-    RH_CHECK(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1000,
-             "FBF.MEXISTS");
-    for (size_t j = 0; j < r->elements; j++)
-      positives += r->element[j]->integer == 1;
-    freeReplyObject(r);
-  }
-  return (double)positives / MEM_PROBES;
+  return (double)rh_fbf_count_present(conn, key, "absent:", MEM_PROBES) /
+         MEM_PROBES;
 }
 
 /* FBF.INFO's fpp_estimate of `key`. */

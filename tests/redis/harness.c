@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -527,4 +528,29 @@ redisReply *rh_cluster_cmd(rh_cluster *cl, const char *key, int argc,
     return r;
   }
   return NULL;
+}
+
+uint64_t rh_fbf_count_present(redisContext *c, const char *key,
+                              const char *prefix, uint64_t n) {
+  static char items[1000][64];
+  const char *argv[1002];
+  size_t lens[1002];
+  uint64_t positives = 0;
+  for (uint64_t done = 0; done < n; done += 1000) {
+    unsigned batch = n - done < 1000 ? (unsigned)(n - done) : 1000;
+    argv[0] = "FBF.MEXISTS";
+    argv[1] = key;
+    for (unsigned j = 0; j < batch; j++) {
+      snprintf(items[j], sizeof items[j], "%s%" PRIu64, prefix, done + j);
+      argv[2 + j] = items[j];
+    }
+    for (unsigned j = 0; j < 2 + batch; j++) lens[j] = strlen(argv[j]);
+    redisReply *r = redisCommandArgv(c, (int)(2 + batch), argv, lens);
+    RH_CHECK(r && r->type == REDIS_REPLY_ARRAY && r->elements == batch,
+             "FBF.MEXISTS %s", key);
+    for (size_t j = 0; j < r->elements; j++)
+      positives += r->element[j]->integer == 1;
+    freeReplyObject(r);
+  }
+  return positives;
 }

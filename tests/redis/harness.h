@@ -79,6 +79,11 @@ void rh_expect_error(redisContext *c, const char *text, const char *fmt, ...);
 
 uint16_t rh_key_slot(const char *key, size_t len);
 
+/* How many of the n items "<prefix><i>" (i = 0 .. n - 1) FBF.MEXISTS calls
+ * present in the filter `key`, asked 1000 a command. */
+uint64_t rh_fbf_count_present(redisContext *c, const char *key,
+                              const char *prefix, uint64_t n);
+
 typedef struct rh_cluster {
   int seed_ports[RH_MAX_NODES];
   int n_seeds;

@@ -180,22 +180,7 @@ static void fbf_whole_filter_rate(redisContext *c) {
     RH_CHECK(r && r->type == REDIS_REPLY_ARRAY, "FBF.ADDAT fr");
     freeReplyObject(r);
   }
-  unsigned positives = 0;
-  for (unsigned i = 0; i < probes / 1000; i++) {
-    argv[0] = "FBF.MEXISTS";
-    argv[1] = "fr";
-    for (unsigned j = 0; j < 1000; j++) {
-      snprintf(items[j], sizeof items[j], "out:%u", i * 1000 + j);
-      argv[2 + j] = items[j];
-    }
-    for (unsigned j = 0; j < 1002; j++) lens[j] = strlen(argv[j]);
-    redisReply *r = redisCommandArgv(c, 1002, argv, lens);
-    RH_CHECK(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1000,
-             "FBF.MEXISTS fr");
-    for (size_t j = 0; j < r->elements; j++)
-      positives += r->element[j]->integer == 1;
-    freeReplyObject(r);
-  }
+  unsigned positives = (unsigned)rh_fbf_count_present(c, "fr", "out:", probes);
   double rate = (double)positives / probes;
   printf("FBF at FPP 0.01, steady state: %u of %u absent items present "
          "(%.5f)\n",
