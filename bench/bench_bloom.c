@@ -498,7 +498,8 @@ static void set_up_size(int s) {
 /* ---- the scale run (--bk_scale[=L], issue #8) ------------------------------
  * 2^L distinct keys (default 2^32) into one filter of each layout sized for
  * them at 1 % by (capacity, fpp), as a user would (about 5.4 GiB each at
- * 2^32): the build time (two threads, bk_fx_fill), then independent
+ * 2^32): the build time (two threads, each adding by bk_bloom_add_many,
+ * bk_fx_fill_many), then independent
  * single-key lookups of present and absent keys; the absent lookups' hit
  * rate is the measured false positive rate, reported beside the layout's
  * formula (fpr_formula) at the filter's m. 64-bit indexing must hold where

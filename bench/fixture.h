@@ -145,6 +145,11 @@ typedef bk_status (*bk_fx_add_fn)(void *target, const void *key, size_t len,
  */
 bk_status bk_fx_fill(bk_fx_add_fn add, void *target, uint64_t first,
                      uint64_t end);
+/** bk_fx_fill through a batch add, 1024 consecutive keys a call. */
+typedef bk_status (*bk_fx_add_many_fn)(void *target, const void *const *keys,
+                                       const size_t *lens, size_t n);
+bk_status bk_fx_fill_many(bk_fx_add_many_fn add_many, void *target,
+                          uint64_t first, uint64_t end);
 
 /* ---- the timed loops ----------------------------------------------------- */
 
@@ -289,6 +294,10 @@ static inline bk_status bk_fx_bloom_add(void *b, const void *key, size_t len,
                                         bool *added) {
   (void)added;
   return bk_bloom_add((bk_bloom *)b, key, len);
+}
+static inline bk_status bk_fx_bloom_add_many(void *b, const void *const *keys,
+                                             const size_t *lens, size_t n) {
+  return bk_bloom_add_many((bk_bloom *)b, keys, lens, n);
 }
 static inline bk_status bk_fx_bloom_add_if_absent(void *b, const void *key,
                                                   size_t len, bool *added) {

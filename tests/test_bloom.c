@@ -15,8 +15,12 @@
  * reference, which test_golden does) with
  *   BK_WRITE_GOLDEN=1 BK_TEST_DATA=<checkout>/tests/data ./test_bloom
  * (BK_TEST_FILTER=test_golden runs just that test).
+ *
+ * Built with BK_BLOOM_NO_INLINE: every call here reaches the library's
+ * entry points (test_bloom_split covers the header's inline path).
  */
 #define _POSIX_C_SOURCE 200809L
+#define BK_BLOOM_NO_INLINE 1
 
 #include <errno.h>
 #include <math.h>
@@ -36,6 +40,9 @@
 
 #include "bloomkit/bits.h"
 #include "bloomkit/bloom.h"
+#ifdef BK_BLOOM_INLINE
+#error "test_bloom tests the library's entry points: the inline path is off"
+#endif
 #include "bloomkit/hash.h"
 #include "bloomkit/params.h"
 #include "core/internal.h"

@@ -33,6 +33,9 @@
 #include "bloomkit/hash.h"
 #include "bloomkit/params.h"
 #include "core/internal.h"
+#ifdef BK_TEST_INLINE_AVX2
+#include "bloom_inline_avx2.h"
+#endif
 
 #define SEED_FALLBACK 0x5B11B10Cull
 static uint64_t test_seed(uint64_t salt) {
@@ -132,6 +135,8 @@ static void test_reference_bits(void **state) {
 
 /* The AVX2 path (where the CPU has it) and the portable one set the same
  * bits and give the same answer on every probe, present or absent. */
+/* The library's two code paths, called by name in parentheses: the
+ * header's inline path (test_inline_matches_library) is not in the way. */
 static void test_simd_matches_portable(void **state) {
   (void)state;
   uint64_t seed = test_seed(1);
@@ -147,8 +152,8 @@ static void test_simd_matches_portable(void **state) {
     unsigned char key[8];
     key_of(seed + i, key);
     if (i % 2) {
-      assert_bk_ok(bk_bloom_add(fast, key, 8));
-      assert_bk_ok(bk_bloom_add(port, key, 8));
+      assert_bk_ok((bk_bloom_add)(fast, key, 8));
+      assert_bk_ok((bk_bloom_add)(port, key, 8));
     } else {
       bool a1, a2;
       assert_bk_ok(bk_bloom_add_if_absent(fast, key, 8, &a1));
@@ -168,8 +173,8 @@ static void test_simd_matches_portable(void **state) {
     unsigned char key[8];
     key_of(seed + n + i, key);
     bool r1, r2;
-    assert_bk_ok(bk_bloom_contains(fast, key, 8, &r1));
-    assert_bk_ok(bk_bloom_contains(port, key, 8, &r2));
+    assert_bk_ok((bk_bloom_contains)(fast, key, 8, &r1));
+    assert_bk_ok((bk_bloom_contains)(port, key, 8, &r2));
     disagree += r1 != r2;
     fp += r1;
   }
@@ -177,6 +182,142 @@ static void test_simd_matches_portable(void **state) {
   assert_true(fp > 0); /* the absent probes did reach set bits */
   bk_bloom_destroy(fast);
   bk_bloom_destroy(port);
+}
+
+/* ---- the header's inline path ---------------------------------------------
+ * bk_bloom_add and bk_bloom_contains are macros over bloom.h's inline
+ * functions (BK_BLOOM_INLINE); the library's own functions are reached by
+ * name in parentheses. The inline digest must be the library's for every
+ * seed, and a filter built and probed inline must be the library's bit for
+ * bit and answer as it does, for XXH3 and XXH64, concurrent and
+ * single-writer, on either library code path (AVX2 or portable). */
+static void test_inline_matches_library(void **state) {
+  (void)state;
+#ifndef BK_BLOOM_INLINE
+  skip(); /* a compiler without the inline path: nothing to compare */
+#else
+  const bk_hash_alg algs[2] = {BK_HASH_XXH3, BK_HASH_XXH64};
+  const uint32_t kinds[2] = {BK__INLINE_XXH3, BK__INLINE_XXH64};
+  uint64_t rng = test_seed(0x1A11);
+  for (int a = 0; a < 2; a++) {
+    /* Digests: seeds with and without high bits (XXH3 folds the seed's
+     * byte-swapped low half into its high half), keys of every kind. */
+    for (unsigned i = 0; i < 20000; i++) {
+      uint64_t seed = i % 4 == 0   ? 0
+                      : i % 4 == 1 ? bk_test_next(&rng) >> 32
+                                   : bk_test_next(&rng);
+      unsigned char key[8];
+      key_of(bk_test_next(&rng), key);
+      uint64_t x;
+      memcpy(&x, key, 8);
+      bk_hash want;
+      assert_bk_ok(bk_hash_bytes(algs[a], seed, key, 8, &want));
+      assert_true(bk__digest8(x, seed, kinds[a]) == want.lo);
+    }
+    for (int sw = 0; sw < 2; sw++) {
+      for (int simd = 0; simd < 2; simd++) {
+        uint64_t seed = a == 1 && sw == 0 ? 0 : bk_test_next(&rng);
+        bk_bloom_config cfg = {.m_bits = 256 * 2048,
+                               .layout = BK_BLOOM_SPLIT_BLOCK,
+                               .hash_alg = algs[a],
+                               .seed = seed,
+                               .single_writer = sw == 1};
+        bk_bloom *in = make(&cfg), *lib = make(&cfg);
+        (void)bk__bloom_use_simd(in, simd == 1);
+        (void)bk__bloom_use_simd(lib, simd == 1);
+        const bk__bloom_head *h = (const bk__bloom_head *)(const void *)in;
+        assert_int_equal(h->inline_hash, kinds[a]);
+        assert_int_equal(h->inline_add != 0, sw == 1);
+        const unsigned n = 2048 * 20;
+        for (unsigned i = 0; i < n; i++) {
+          unsigned char key[8];
+          key_of(seed + i, key);
+          assert_bk_ok(bk_bloom_add(in, key, 8));
+          assert_bk_ok((bk_bloom_add)(lib, key, 8));
+        }
+        size_t l1, l2;
+        unsigned char *b1 = serialize_alloc(in, &l1);
+        unsigned char *b2 = serialize_alloc(lib, &l2);
+        assert_int_equal(l1, l2);
+        assert_memory_equal(b1, b2, l1);
+        free(b1);
+        free(b2);
+        unsigned found = 0, fp = 0;
+        for (unsigned i = 0; i < n + 100000; i++) {
+          unsigned char key[8];
+          key_of(seed + i, key);
+          bool r1, r2;
+          assert_bk_ok(bk_bloom_contains(in, key, 8, &r1));
+          assert_bk_ok((bk_bloom_contains)(in, key, 8, &r2));
+          assert_int_equal(r1, r2);
+          if (i < n)
+            found += r1;
+          else
+            fp += r1;
+        }
+        assert_int_equal(found, n);
+        assert_true(fp > 0 && fp < 100000 / 10);
+#ifdef BK_TEST_INLINE_AVX2
+        /* The same probes through the inline path built with -mavx2. */
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx2")) {
+          const size_t np = n + 100000;
+          uint64_t *keys = malloc(np * sizeof *keys);
+          bool *got = malloc(np);
+          assert_non_null(keys);
+          assert_non_null(got);
+          for (size_t i = 0; i < np; i++)
+            key_of(seed + i, (unsigned char *)&keys[i]);
+          assert_bk_ok(bk_test_inline_contains_avx2(in, keys, np, got));
+          for (size_t i = 0; i < np; i++) {
+            bool want;
+            assert_bk_ok((bk_bloom_contains)(in, &keys[i], 8, &want));
+            assert_int_equal(got[i], want);
+          }
+          free(keys);
+          free(got);
+        }
+#endif
+        /* Other lengths and bad arguments reach the library through the
+         * macros and get its answers. */
+        bool r = true;
+        assert_bk_ok(bk_bloom_add(in, "seven!!", 7));
+        assert_bk_ok(bk_bloom_contains(in, "seven!!", 7, &r));
+        assert_true(r);
+        assert_bk_status(bk_bloom_contains(in, NULL, 8, &r), BK_EINVAL);
+        assert_bk_status(bk_bloom_contains(in, "12345678", 8, NULL), BK_EINVAL);
+        assert_bk_status(bk_bloom_contains(NULL, "12345678", 8, &r), BK_EINVAL);
+        assert_bk_status(bk_bloom_add(in, NULL, 8), BK_EINVAL);
+        assert_bk_status(bk_bloom_add(NULL, "12345678", 8), BK_EINVAL);
+        bk_bloom_destroy(in);
+        bk_bloom_destroy(lib);
+      }
+    }
+  }
+  /* No inline path where the library's digest is not inlined or the layout
+   * is not split-block, and none for adds once the filter is concurrent. */
+  bk_bloom_config m3 = {.m_bits = 1 << 12,
+                        .layout = BK_BLOOM_SPLIT_BLOCK,
+                        .hash_alg = BK_HASH_MURMUR3,
+                        .single_writer = true};
+  bk_bloom_config std = {.m_bits = 1 << 12, .k = 5, .single_writer = true};
+  bk_bloom *bm = make(&m3), *bs = make(&std);
+  assert_int_equal(((const bk__bloom_head *)(const void *)bm)->inline_hash,
+                   BK__INLINE_NONE);
+  assert_int_equal(((const bk__bloom_head *)(const void *)bs)->inline_hash,
+                   BK__INLINE_NONE);
+  assert_int_equal(((const bk__bloom_head *)(const void *)bs)->inline_add, 0);
+  bk_bloom_config x3 = {
+      .m_bits = 1 << 12, .layout = BK_BLOOM_SPLIT_BLOCK, .single_writer = true};
+  bk_bloom *bx = make(&x3);
+  assert_int_not_equal(((const bk__bloom_head *)(const void *)bx)->inline_add,
+                       0);
+  assert_bk_ok(bk_bloom_set_single_writer(bx, false));
+  assert_int_equal(((const bk__bloom_head *)(const void *)bx)->inline_add, 0);
+  bk_bloom_destroy(bm);
+  bk_bloom_destroy(bs);
+  bk_bloom_destroy(bx);
+#endif
 }
 
 /* ---- false positive rate -------------------------------------------------
@@ -822,6 +963,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reference_bits),
       cmocka_unit_test(test_simd_matches_portable),
+      cmocka_unit_test(test_inline_matches_library),
       cmocka_unit_test(test_formula),
       cmocka_unit_test(test_false_positive_rate),
       cmocka_unit_test(test_sizing_meets_target),

@@ -39,7 +39,9 @@
  * add_if_absent then tells the one writer exactly whether the key was new.
  * merge, intersect, clear, set_single_writer and deserialize need exclusive
  * access to their destination; the other queries are safe alongside adds
- * (they see each add or not).
+ * (they see each add or not). The inline path at the end of this header
+ * (8-byte keys of split-block filters) keeps every statement above: its
+ * loads and stores are the library's.
  */
 #ifndef BLOOMKIT_BLOOM_H
 #define BLOOMKIT_BLOOM_H
@@ -257,6 +259,156 @@ BK_API bk_status bk_bloom_parquet_import(const void *bitset, size_t len,
  */
 BK_API bk_status bk_bloom_parquet_export(const bk_bloom *b, void *buf,
                                          size_t cap, size_t *written);
+
+/* ---- the inline path ------------------------------------------------------
+ * bk_bloom_contains, and bk_bloom_add on a single_writer filter, are macros
+ * over the inline functions below: on an 8-byte key of a split-block filter
+ * hashed by XXH3 (the default) or XXH64 (Parquet's) they hash and probe in
+ * the caller, with no call into the library, the same bits and answers as
+ * the library's own path (tests compare them key by key); any other call
+ * goes to the library. The library's functions stay exported under their
+ * names ((bk_bloom_contains)(...) or a function pointer reaches them), and
+ * defining BK_BLOOM_NO_INLINE before including this header turns the
+ * macros off. With __AVX2__ (e.g. -mavx2, -march=native) the eight masks
+ * take one vector multiply, else eight scalar ones.
+ *
+ * ABI: bk__bloom_head is the first member of every bk_bloom, and code
+ * compiled with this header reads it; changing it needs a soname bump
+ * (docs/design.md, section 7). */
+typedef struct bk__bloom_head {
+  uint64_t *words;      /* the bits: block i is words[4 i .. 4 i + 3] */
+  uint64_t n_blocks;    /* 256-bit blocks (split-block) */
+  uint64_t seed;        /* the hash seed */
+  uint32_t inline_hash; /* BK__INLINE_*: which inline digest, 0 for none */
+  uint32_t inline_add;  /* nonzero: single_writer, adds may run inline */
+} bk__bloom_head;
+
+#define BK__INLINE_NONE 0u
+#define BK__INLINE_XXH3 1u
+#define BK__INLINE_XXH64 2u
+
+#if !defined(BK_BLOOM_NO_INLINE) && !defined(BK__BUILDING_BLOOM) &&            \
+    (defined(__GNUC__) || defined(__clang__)) && defined(__SIZEOF_INT128__) && \
+    defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define BK_BLOOM_INLINE 1
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
+__extension__ typedef unsigned __int128 bk__bloom_u128;
+
+static inline uint64_t bk__rotl64(uint64_t x, unsigned r) {
+  return (x << r) | (x >> (64u - r));
+}
+
+/* The 64-bit word of the library's digest of an 8-byte little-endian key:
+ * the low half of XXH3-128 with seed (XXH3's 4-to-8-byte path at length 8;
+ * its constants are the specification's: 0xC4F0... is the exclusive or of
+ * the default secret's words at bytes 16 and 24), or XXH64 with seed. */
+static inline uint64_t bk__digest8(uint64_t x, uint64_t seed, uint32_t alg) {
+  if (alg == BK__INLINE_XXH3) {
+    seed ^= (uint64_t)__builtin_bswap32((uint32_t)seed) << 32;
+    uint64_t keyed = x ^ (UINT64_C(0xC4F023344DC994AC) + seed);
+    bk__bloom_u128 m = (bk__bloom_u128)keyed * UINT64_C(0x9E3779B185EBCAA7);
+    uint64_t lo = (uint64_t)m, hi = (uint64_t)(m >> 64);
+    hi += lo << 1;
+    lo ^= hi >> 3;
+    lo ^= lo >> 35;
+    lo *= UINT64_C(0x9FB21C651E98DF25);
+    return lo ^ (lo >> 28);
+  }
+  uint64_t h = seed + UINT64_C(0x27D4EB2F165667C5) + 8;
+  h ^= bk__rotl64(x * UINT64_C(0xC2B2AE3D27D4EB4F), 31) *
+       UINT64_C(0x9E3779B185EBCA87);
+  h = bk__rotl64(h, 27) * UINT64_C(0x9E3779B185EBCA87) +
+      UINT64_C(0x85EBCA77C2B2AE63);
+  h ^= h >> 33;
+  h *= UINT64_C(0xC2B2AE3D27D4EB4F);
+  h ^= h >> 29;
+  h *= UINT64_C(0x165667B19E3779F9);
+  return h ^ (h >> 32);
+}
+
+/* The block of digest d and its four 64-bit masks (Parquet's salts; word 2j
+ * of the block in the low half of mask j, 2j + 1 in the high half). */
+static inline uint64_t *bk__split_block(const bk__bloom_head *h, uint64_t d) {
+  return h->words + ((d >> 32) * h->n_blocks >> 32) * 4;
+}
+
+static inline void bk__split_masks(uint32_t key, uint64_t mask[4]) {
+  static const uint32_t salt[8] = {0x47b6137bu, 0x44974d91u, 0x8824ad5bu,
+                                   0xa2b7289du, 0x705495c7u, 0x2df1424bu,
+                                   0x9efc4947u, 0x5c6bfb31u};
+  for (unsigned j = 0; j < 4; j++)
+    mask[j] = ((uint64_t)1 << ((key * salt[2 * j]) >> 27)) |
+              ((uint64_t)1 << (((key * salt[2 * j + 1]) >> 27) + 32));
+}
+
+#ifdef __AVX2__
+/* The eight masks in one vector multiply; the block read as four relaxed
+ * 64-bit loads (concurrent adds write 64-bit words, or 16-byte halves). */
+static inline bool bk__split_test(const uint64_t *blk, uint32_t key) {
+  const __m256i salt = _mm256_setr_epi32(
+      (int)0x47b6137bu, (int)0x44974d91u, (int)0x8824ad5bu, (int)0xa2b7289du,
+      (int)0x705495c7u, (int)0x2df1424bu, (int)0x9efc4947u, (int)0x5c6bfb31u);
+  __m256i x = _mm256_mullo_epi32(_mm256_set1_epi32((int)key), salt);
+  __m256i mask =
+      _mm256_sllv_epi32(_mm256_set1_epi32(1), _mm256_srli_epi32(x, 27));
+  __m256i v =
+      _mm256_set_epi64x((long long)__atomic_load_n(&blk[3], __ATOMIC_RELAXED),
+                        (long long)__atomic_load_n(&blk[2], __ATOMIC_RELAXED),
+                        (long long)__atomic_load_n(&blk[1], __ATOMIC_RELAXED),
+                        (long long)__atomic_load_n(&blk[0], __ATOMIC_RELAXED));
+  return _mm256_testc_si256(v, mask) != 0;
+}
+#else
+static inline bool bk__split_test(const uint64_t *blk, uint32_t key) {
+  uint64_t mask[4], missing = 0;
+  bk__split_masks(key, mask);
+  for (unsigned j = 0; j < 4; j++)
+    missing |= mask[j] & ~__atomic_load_n(&blk[j], __ATOMIC_RELAXED);
+  return missing == 0;
+}
+#endif
+
+static inline bk_status bk__bloom_contains_inline(const bk_bloom *b,
+                                                  const void *key, size_t len,
+                                                  bool *out) {
+  const bk__bloom_head *h = (const bk__bloom_head *)(const void *)b;
+  if (__builtin_expect(b && out && key && len == 8 && h->inline_hash, 1)) {
+    uint64_t x;
+    __builtin_memcpy(&x, key, 8);
+    uint64_t d = bk__digest8(x, h->seed, h->inline_hash);
+    *out = bk__split_test(bk__split_block(h, d), (uint32_t)d);
+    return BK_OK;
+  }
+  return (bk_bloom_contains)(b, key, len, out);
+}
+
+/* single_writer adds: a relaxed load and store per word (no locked
+ * instruction), as the library's own single-writer path. */
+static inline bk_status bk__bloom_add_inline(bk_bloom *b, const void *key,
+                                             size_t len) {
+  const bk__bloom_head *h = (const bk__bloom_head *)(const void *)b;
+  if (__builtin_expect(b && key && len == 8 && h->inline_add, 1)) {
+    uint64_t x, mask[4];
+    __builtin_memcpy(&x, key, 8);
+    uint64_t d = bk__digest8(x, h->seed, h->inline_hash);
+    uint64_t *blk = bk__split_block(h, d);
+    bk__split_masks((uint32_t)d, mask);
+    for (unsigned j = 0; j < 4; j++)
+      __atomic_store_n(&blk[j],
+                       __atomic_load_n(&blk[j], __ATOMIC_RELAXED) | mask[j],
+                       __ATOMIC_RELAXED);
+    return BK_OK;
+  }
+  return (bk_bloom_add)(b, key, len);
+}
+
+#define bk_bloom_contains(b, key, len, out) \
+  bk__bloom_contains_inline((b), (key), (len), (out))
+#define bk_bloom_add(b, key, len) bk__bloom_add_inline((b), (key), (len))
+#endif
 
 #ifdef __cplusplus
 }

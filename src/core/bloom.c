@@ -42,7 +42,10 @@
  * a bit, once set, stays set, and each bit is set with an atomic OR.
  */
 #include <math.h>
+#include <stddef.h>
 
+/* The library defines the functions the header's inline path wraps. */
+#define BK__BUILDING_BLOOM 1
 #include "bloomkit/bloom.h"
 #include "bloomkit/params.h"
 /* xxHash's header-only mode (as in hash.c): the default hash is compiled
@@ -59,19 +62,30 @@
 #define DEFAULT_FPP 0.01
 #define LN2 0.69314718055994530942
 
+/* The single-key entry points' bodies, chosen per filter at create (and by
+ * bk_bloom_set_single_writer) for its layout, hash, write mode and CPU: an
+ * entry point checks its arguments and jumps through one of these, so a
+ * call tests no configuration on the way (see "single-key paths"). */
+typedef bk_status (*bloom_contains_fn)(const bk_bloom *b, const void *key,
+                                       size_t len, bool *out);
+typedef bk_status (*bloom_add_fn)(bk_bloom *b, const void *key, size_t len);
+
 struct bk_bloom {
-  bk__alloc alloc;
-  bk_bits bits;    /* m_bits = bits.n_bits */
-  uint64_t *words; /* bits.words, hoisted */
+  /* The hot fields first: one cache line holds what a probe reads. head
+   * (words = bits.words hoisted, n_blocks of the block layouts, seed) is
+   * read by the header's inline path: it stays the first member. */
+  bk__bloom_head head;
+  bloom_contains_fn contains_key;
+  bloom_add_fn add_key;
   uint64_t m_bits;
-  uint64_t n_blocks; /* blocked and split-block layouts */
   unsigned k;
-  bk_bloom_layout layout;
-  bool simd;            /* split-block: the AVX2 path (the CPU has it) */
-  bool cas16;           /* split-block: concurrent adds by 16-byte CAS */
-  bool single_writer;   /* adds from one thread at a time: plain RMW */
   bk_hash_alg hash_alg; /* never BK_HASH_DEFAULT */
-  uint64_t seed;
+  bk__alloc alloc;
+  bk_bits bits; /* m_bits = bits.n_bits */
+  bk_bloom_layout layout;
+  bool simd;          /* split-block: the AVX2 path (the CPU has it) */
+  bool cas16;         /* split-block: concurrent adds by 16-byte CAS */
+  bool single_writer; /* adds from one thread at a time: plain RMW */
   uint64_t capacity;
   bk__region locks; /* key locks (sync.h) */
 };
@@ -85,12 +99,13 @@ struct bk_bloom {
 static inline __attribute__((always_inline)) bk_hash bloom_hash(
     const bk_bloom *b, const void *key, size_t len) {
   if (BK_LIKELY(b->hash_alg == BK_HASH_XXH3)) {
-    XXH128_hash_t x = len <= 16 ? XXH3_len_0to16_128b((const xxh_u8 *)key, len,
-                                                      XXH3_kSecret, b->seed)
-                                : XXH3_128bits_withSeed(key, len, b->seed);
+    XXH128_hash_t x = len <= 16
+                          ? XXH3_len_0to16_128b((const xxh_u8 *)key, len,
+                                                XXH3_kSecret, b->head.seed)
+                          : XXH3_128bits_withSeed(key, len, b->head.seed);
     return (bk_hash){x.low64, x.high64};
   }
-  return bk__hash(b->hash_alg, b->seed, key, len);
+  return bk__hash(b->hash_alg, b->head.seed, key, len);
 }
 
 /* ---- probes ------------------------------------------------------------ */
@@ -98,7 +113,7 @@ static inline __attribute__((always_inline)) bk_hash bloom_hash(
 #define mix64 bk__mix64
 
 static inline uint64_t *block_of(const bk_bloom *b, bk_hash h) {
-  return b->words + bk_reduce(h.lo, b->n_blocks) * 8;
+  return b->head.words + bk_reduce(h.lo, b->head.n_blocks) * 8;
 }
 
 /*
@@ -166,7 +181,7 @@ static inline bool blocked_add(bk_bloom *b, bk_hash h) {
  * first would mispredict half the time), then exits at the first clear bit. */
 static inline bool standard_contains(const bk_bloom *b, bk_hash h) {
   uint64_t a = h.lo, s = mix64(h.hi);
-  const uint64_t *words = b->words;
+  const uint64_t *words = b->head.words;
   const uint64_t m = b->m_bits;
   const unsigned k = b->k;
   uint64_t i0 = bk_reduce(a, m);
@@ -199,7 +214,7 @@ static inline bool standard_contains(const bk_bloom *b, bk_hash h) {
 static inline bool standard_add(bk_bloom *b, bk_hash h) {
   uint64_t idx[BK_K_MAX];
   uint64_t a = h.lo, s = mix64(h.hi);
-  uint64_t *words = b->words;
+  uint64_t *words = b->head.words;
   const unsigned k = b->k;
   for (unsigned i = 0; i < k; i++) {
     idx[i] = bk_reduce(a, b->m_bits);
@@ -236,7 +251,7 @@ static const uint32_t split_salt[8] = {0x47b6137bu, 0x44974d91u, 0x8824ad5bu,
 
 static inline uint64_t *split_block_of(const bk_bloom *b, uint64_t h) {
   /* n_blocks <= 2^32 (m <= 2^40), so the product fits in 64 bits. */
-  return b->words + ((h >> 32) * b->n_blocks >> 32) * SPLIT_WORDS64;
+  return b->head.words + ((h >> 32) * b->head.n_blocks >> 32) * SPLIT_WORDS64;
 }
 
 /* The block's four u64 masks: word 2j's bit in the low half of mask[j],
@@ -438,7 +453,7 @@ static inline uint64_t sw_or(uint64_t *w, uint64_t mask) {
 static inline bool standard_add_sw(bk_bloom *b, bk_hash h) {
   uint64_t idx[BK_K_MAX];
   uint64_t a = h.lo, s = mix64(h.hi);
-  uint64_t *words = b->words;
+  uint64_t *words = b->head.words;
   const unsigned k = b->k;
   for (unsigned i = 0; i < k; i++) {
     idx[i] = bk_reduce(a, b->m_bits);
@@ -468,28 +483,46 @@ static inline bool split_add_sw(bk_bloom *b, bk_hash h) {
   return fresh != 0;
 }
 
+/* The split-block probes of the single-key paths, one per code path (the
+ * probe_* functions above choose by b->simd per call). */
+static inline bool split_contains_portable(const bk_bloom *b, bk_hash h) {
+  return split_test_portable(split_block_of(b, h.lo), (uint32_t)h.lo);
+}
+
+static inline bool split_add_portable(bk_bloom *b, bk_hash h) {
+  uint64_t mask[SPLIT_WORDS64];
+  split_masks((uint32_t)h.lo, mask);
+  return split_set(b, split_block_of(b, h.lo), mask);
+}
+
+static inline bool split_add_sw_portable(bk_bloom *b, bk_hash h) {
+  uint64_t mask[SPLIT_WORDS64], fresh = 0;
+  split_masks((uint32_t)h.lo, mask);
+  uint64_t *blk = split_block_of(b, h.lo);
+  for (unsigned j = 0; j < SPLIT_WORDS64; j++) fresh |= sw_or(&blk[j], mask[j]);
+  return fresh != 0;
+}
+
 #ifdef BK_SPLIT_AVX2
-/* A whole single-key call of a split-block filter on the AVX2 path in one
- * function: hash (XXH3 inlined), block, masks and probe, so a lookup or an
- * add makes one call (an AVX2 function cannot be inlined into the portable
- * entry point, and a second call per key showed in the in-cache figures). */
-__attribute__((target("avx2"), noinline)) static bool split_contains_key_avx2(
-    const bk_bloom *b, const void *key, size_t len) {
-  bk_hash h = bloom_hash(b, key, len);
+__attribute__((target("avx2"), always_inline)) static inline bool
+split_contains_avx2(const bk_bloom *b, bk_hash h) {
   return split_test_avx2_inline(split_block_of(b, h.lo), (uint32_t)h.lo);
 }
 
-__attribute__((target("avx2"), noinline)) static void split_add_key_avx2(
-    bk_bloom *b, const void *key, size_t len) {
-  bk_hash h = bloom_hash(b, key, len);
+__attribute__((target("avx2"), always_inline)) static inline bool
+split_add_avx2(bk_bloom *b, bk_hash h) {
   uint64_t mask[SPLIT_WORDS64];
   split_masks_avx2_inline((uint32_t)h.lo, mask);
+  return split_set(b, split_block_of(b, h.lo), mask);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline bool
+split_add_sw_avx2(bk_bloom *b, bk_hash h) {
+  uint64_t mask[SPLIT_WORDS64], fresh = 0;
+  split_masks_avx2_inline((uint32_t)h.lo, mask);
   uint64_t *blk = split_block_of(b, h.lo);
-  if (b->single_writer) {
-    for (unsigned j = 0; j < SPLIT_WORDS64; j++) (void)sw_or(&blk[j], mask[j]);
-  } else {
-    (void)split_set(b, blk, mask);
-  }
+  for (unsigned j = 0; j < SPLIT_WORDS64; j++) fresh |= sw_or(&blk[j], mask[j]);
+  return fresh != 0;
 }
 #endif
 
@@ -525,6 +558,163 @@ static inline bool probe_add(bk_bloom *b, bk_hash h) {
       return standard_add(b, h);
   }
 }
+
+/* ---- single-key paths ---------------------------------------------------
+ * bk_bloom_add and bk_bloom_contains check their arguments and jump through
+ * the filter's add_key / contains_key, set by select_paths: one body per
+ * (layout, write mode, CPU) for the hashes inlined here (XXH3, the default,
+ * and XXH64, Parquet's), each a leaf that hashes, probes and returns, with a
+ * branch for 8-byte keys so the commonest key length hashes with constant
+ * length; every other hash takes the generic body. A per-key cost of a few
+ * nanoseconds is what these save (a branch per configuration choice, the
+ * stack frames of nested calls): measured beside fastfilter's inlined
+ * split-block probe in docs/results.md. */
+
+/* The inlined digests; the same as bk__hash for their algorithm (test_bloom's
+ * golden blobs and test_bloom_split's Parquet fixture pin them). The short
+ * forms take keys of up to 16 bytes with no call (8 bytes tested first, so
+ * it hashes with a constant length), which keeps a body a leaf function
+ * with no stack frame; longer keys go to a body of their own. */
+static inline __attribute__((always_inline)) bk_hash digest_xxh3_short(
+    const bk_bloom *b, const void *key, size_t len) {
+  XXH128_hash_t x = len == 8 ? XXH3_len_0to16_128b((const xxh_u8 *)key, 8,
+                                                   XXH3_kSecret, b->head.seed)
+                             : XXH3_len_0to16_128b((const xxh_u8 *)key, len,
+                                                   XXH3_kSecret, b->head.seed);
+  return (bk_hash){x.low64, x.high64};
+}
+
+static inline __attribute__((always_inline)) bk_hash digest_xxh3_long(
+    const bk_bloom *b, const void *key, size_t len) {
+  XXH128_hash_t x = XXH3_128bits_withSeed(key, len, b->head.seed);
+  return (bk_hash){x.low64, x.high64};
+}
+
+static inline __attribute__((always_inline)) bk_hash digest_xxh64_short(
+    const bk_bloom *b, const void *key, size_t len) {
+  uint64_t lo =
+      len == 8 ? XXH64(key, 8, b->head.seed) : XXH64(key, len, b->head.seed);
+  return (bk_hash){lo, mix64(lo)};
+}
+
+static inline __attribute__((always_inline)) bk_hash digest_xxh64_long(
+    const bk_bloom *b, const void *key, size_t len) {
+  uint64_t lo = XXH64(key, len, b->head.seed);
+  return (bk_hash){lo, mix64(lo)};
+}
+
+static bk_status contains_generic(const bk_bloom *b, const void *key,
+                                  size_t len, bool *out) {
+  BK_RETURN_IF(b->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
+               BK_EINVAL);
+  *out = probe_contains(b, bk__hash(b->hash_alg, b->head.seed, key, len));
+  return BK_OK;
+}
+
+static bk_status add_generic(bk_bloom *b, const void *key, size_t len) {
+  BK_RETURN_IF(b->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
+               BK_EINVAL);
+  (void)probe_add(b, bk__hash(b->hash_alg, b->head.seed, key, len));
+  return BK_OK;
+}
+
+/* A contains body and an add body per (digest, probe): the short-key leaf
+ * and, for keys over 16 bytes, its twin that may call. */
+#define CONTAINS_PATH(NAME, DIGEST, PROBE, ATTR)                            \
+  ATTR __attribute__((noinline)) static bk_status contains_##NAME##_long(   \
+      const bk_bloom *b, const void *key, size_t len, bool *out) {          \
+    *out = PROBE(b, DIGEST##_long(b, key, len));                            \
+    return BK_OK;                                                           \
+  }                                                                         \
+  ATTR static bk_status contains_##NAME(const bk_bloom *b, const void *key, \
+                                        size_t len, bool *out) {            \
+    if (BK_UNLIKELY(len > 16))                                              \
+      return contains_##NAME##_long(b, key, len, out);                      \
+    *out = PROBE(b, DIGEST##_short(b, key, len));                           \
+    return BK_OK;                                                           \
+  }
+#define ADD_PATH(NAME, DIGEST, PROBE, ATTR)                                    \
+  ATTR __attribute__((noinline)) static bk_status add_##NAME##_long(           \
+      bk_bloom *b, const void *key, size_t len) {                              \
+    (void)PROBE(b, DIGEST##_long(b, key, len));                                \
+    return BK_OK;                                                              \
+  }                                                                            \
+  ATTR static bk_status add_##NAME(bk_bloom *b, const void *key, size_t len) { \
+    if (BK_UNLIKELY(len > 16)) return add_##NAME##_long(b, key, len);          \
+    (void)PROBE(b, DIGEST##_short(b, key, len));                               \
+    return BK_OK;                                                              \
+  }
+
+#define NO_ATTR
+CONTAINS_PATH(std_x3, digest_xxh3, standard_contains, NO_ATTR)
+ADD_PATH(std_x3, digest_xxh3, standard_add, NO_ATTR)
+ADD_PATH(std_x3_sw, digest_xxh3, standard_add_sw, NO_ATTR)
+CONTAINS_PATH(blk_x3, digest_xxh3, blocked_contains, NO_ATTR)
+ADD_PATH(blk_x3, digest_xxh3, blocked_add, NO_ATTR)
+ADD_PATH(blk_x3_sw, digest_xxh3, blocked_add_sw, NO_ATTR)
+CONTAINS_PATH(split_x3, digest_xxh3, split_contains_portable, NO_ATTR)
+ADD_PATH(split_x3, digest_xxh3, split_add_portable, NO_ATTR)
+ADD_PATH(split_x3_sw, digest_xxh3, split_add_sw_portable, NO_ATTR)
+CONTAINS_PATH(split_x64, digest_xxh64, split_contains_portable, NO_ATTR)
+ADD_PATH(split_x64, digest_xxh64, split_add_portable, NO_ATTR)
+ADD_PATH(split_x64_sw, digest_xxh64, split_add_sw_portable, NO_ATTR)
+#ifdef BK_SPLIT_AVX2
+#define AVX2_ATTR __attribute__((target("avx2")))
+CONTAINS_PATH(split_x3_avx2, digest_xxh3, split_contains_avx2, AVX2_ATTR)
+ADD_PATH(split_x3_avx2, digest_xxh3, split_add_avx2, AVX2_ATTR)
+ADD_PATH(split_x3_avx2_sw, digest_xxh3, split_add_sw_avx2, AVX2_ATTR)
+CONTAINS_PATH(split_x64_avx2, digest_xxh64, split_contains_avx2, AVX2_ATTR)
+ADD_PATH(split_x64_avx2, digest_xxh64, split_add_avx2, AVX2_ATTR)
+ADD_PATH(split_x64_avx2_sw, digest_xxh64, split_add_sw_avx2, AVX2_ATTR)
+#endif
+
+typedef struct key_paths {
+  bloom_contains_fn contains;
+  bloom_add_fn add, add_sw;
+} key_paths;
+
+/* The filter's bodies for its configuration as it stands now. */
+static void select_paths(bk_bloom *b) {
+  key_paths p = {contains_generic, add_generic, add_generic};
+  const bool x3 = b->hash_alg == BK_HASH_XXH3;
+  const bool x64 = b->hash_alg == BK_HASH_XXH64;
+  switch (b->layout) {
+    case BK_BLOOM_SPLIT_BLOCK:
+#ifdef BK_SPLIT_AVX2
+      if (b->simd) {
+        if (x3)
+          p = (key_paths){contains_split_x3_avx2, add_split_x3_avx2,
+                          add_split_x3_avx2_sw};
+        if (x64)
+          p = (key_paths){contains_split_x64_avx2, add_split_x64_avx2,
+                          add_split_x64_avx2_sw};
+        break;
+      }
+#endif
+      if (x3) p = (key_paths){contains_split_x3, add_split_x3, add_split_x3_sw};
+      if (x64)
+        p = (key_paths){contains_split_x64, add_split_x64, add_split_x64_sw};
+      break;
+    case BK_BLOOM_BLOCKED:
+      if (x3) p = (key_paths){contains_blk_x3, add_blk_x3, add_blk_x3_sw};
+      break;
+    default:
+      if (x3) p = (key_paths){contains_std_x3, add_std_x3, add_std_x3_sw};
+      break;
+  }
+  b->contains_key = p.contains;
+  b->add_key = b->single_writer ? p.add_sw : p.add;
+  /* The header's inline path: split-block with an inlined digest. */
+  b->head.inline_hash = b->layout != BK_BLOOM_SPLIT_BLOCK ? BK__INLINE_NONE
+                        : x3                              ? BK__INLINE_XXH3
+                        : x64                             ? BK__INLINE_XXH64
+                                                          : BK__INLINE_NONE;
+  b->head.inline_add = b->head.inline_hash && b->single_writer;
+}
+
+/* The header's inline path reads the head at the start of the filter. */
+_Static_assert(offsetof(struct bk_bloom, head) == 0,
+               "bk__bloom_head must be the first member of bk_bloom");
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
@@ -606,17 +796,18 @@ static bk_status bloom_new(bk_bloom **out, const bk__alloc *al, uint64_t m,
     bk__free(al, b);
     return s;
   }
-  b->words = b->bits.words;
+  b->head.words = b->bits.words;
   b->m_bits = m;
-  b->n_blocks = layout == BK_BLOOM_SPLIT_BLOCK ? m / BK_SPLIT_BLOCK_BITS
-                                               : m / BK_BLOCK_BITS;
+  b->head.n_blocks = layout == BK_BLOOM_SPLIT_BLOCK ? m / BK_SPLIT_BLOCK_BITS
+                                                    : m / BK_BLOCK_BITS;
   b->simd = layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_avx2();
   b->cas16 = layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_cx16();
   b->k = k;
   b->layout = layout;
   b->hash_alg = alg == BK_HASH_DEFAULT ? BK_HASH_XXH3 : alg;
-  b->seed = seed;
+  b->head.seed = seed;
   b->capacity = capacity;
+  select_paths(b);
   *out = b;
   return BK_OK;
 }
@@ -636,12 +827,14 @@ bk_status bk_bloom_create(bk_bloom **out, const bk_bloom_config *cfg) {
   BK_TRY(bloom_new(out, &al, m, k, cfg->layout, cfg->hash_alg, cfg->seed,
                    cfg->capacity));
   (*out)->single_writer = cfg->single_writer;
+  select_paths(*out);
   return BK_OK;
 }
 
 bk_status bk_bloom_set_single_writer(bk_bloom *b, bool single_writer) {
   BK_RETURN_IF(!b, BK_EINVAL);
   b->single_writer = single_writer;
+  select_paths(b);
   return BK_OK;
 }
 
@@ -660,6 +853,7 @@ void bk_bloom_destroy(bk_bloom *b) {
 bool bk__bloom_use_simd(bk_bloom *b, bool on) {
   b->simd = on && b->layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_avx2();
   b->cas16 = on && b->layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_cx16();
+  select_paths(b);
   return b->simd;
 }
 
@@ -683,16 +877,8 @@ bk_status bk_bloom_hash(const bk_bloom *b, const void *key, size_t len,
 }
 
 bk_status bk_bloom_add(bk_bloom *b, const void *key, size_t len) {
-  bk_hash h;
-#ifdef BK_SPLIT_AVX2
-  if (b && b->simd && (key || !len) && b->hash_alg != BK_HASH_MURMUR3) {
-    split_add_key_avx2(b, key, len); /* simd: split-block only */
-    return BK_OK;
-  }
-#endif
-  BK_TRY(hash_key(b, key, len, &h));
-  (void)probe_add(b, h);
-  return BK_OK;
+  if (BK_UNLIKELY(!b || (!key && len))) return BK_EINVAL;
+  return b->add_key(b, key, len);
 }
 
 bk_status bk_bloom_add_hash(bk_bloom *b, bk_hash h) {
@@ -703,17 +889,8 @@ bk_status bk_bloom_add_hash(bk_bloom *b, bk_hash h) {
 
 bk_status bk_bloom_contains(const bk_bloom *b, const void *key, size_t len,
                             bool *out) {
-  bk_hash h;
-  BK_RETURN_IF(!out, BK_EINVAL);
-#ifdef BK_SPLIT_AVX2
-  if (b && b->simd && (key || !len) && b->hash_alg != BK_HASH_MURMUR3) {
-    *out = split_contains_key_avx2(b, key, len);
-    return BK_OK;
-  }
-#endif
-  BK_TRY(hash_key(b, key, len, &h));
-  *out = probe_contains(b, h);
-  return BK_OK;
+  if (BK_UNLIKELY(!b || !out || (!key && len))) return BK_EINVAL;
+  return b->contains_key(b, key, len, out);
 }
 
 bk_status bk_bloom_contains_hash(const bk_bloom *b, bk_hash h, bool *out) {
@@ -776,7 +953,7 @@ static inline __attribute__((always_inline)) void prefetch_key(
   uint64_t a = h.lo, s = mix64(h.hi);
   unsigned n = b->k < 3 ? b->k : 3;
   for (unsigned i = 0; i < n; i++) {
-    const uint64_t *w = &b->words[bk_reduce(a, b->m_bits) >> 6];
+    const uint64_t *w = &b->head.words[bk_reduce(a, b->m_bits) >> 6];
     if (write)
       __builtin_prefetch(w, 1);
     else
@@ -851,7 +1028,7 @@ static bk_status check_compatible(const bk_bloom *a, const bk_bloom *c) {
   BK_RETURN_IF(!a || !c, BK_EINVAL);
   BK_RETURN_IF(a->m_bits != c->m_bits || a->k != c->k ||
                    a->layout != c->layout || a->hash_alg != c->hash_alg ||
-                   a->seed != c->seed,
+                   a->head.seed != c->head.seed,
                BK_EMISMATCH);
   return BK_OK;
 }
@@ -869,7 +1046,7 @@ bk_status bk_bloom_intersect(bk_bloom *dst, const bk_bloom *src) {
 bk_status bk_bloom_cardinality(const bk_bloom *b, double *out) {
   BK_RETURN_IF(!b || !out, BK_EINVAL);
   double m = (double)b->m_bits;
-  double set = (double)bk__popcount_words(b->words, b->bits.n_words);
+  double set = (double)bk__popcount_words(b->head.words, b->bits.n_words);
   if (set >= m) set = m - 0.5;
   *out = -(m / (double)b->k) * log1p(-set / m);
   return BK_OK;
@@ -881,31 +1058,31 @@ bk_status bk_bloom_fill_fpp(const bk_bloom *b, double *out) {
     /* A probe lands in a uniform block and needs its one bit in each of the
      * eight words: the mean over blocks of the product of word fills. */
     double total = 0.0;
-    for (uint64_t blk = 0; blk < b->n_blocks; blk++) {
+    for (uint64_t blk = 0; blk < b->head.n_blocks; blk++) {
       double hit = 1.0;
       for (unsigned j = 0; j < SPLIT_WORDS64; j++) {
-        uint64_t w = __atomic_load_n(&b->words[blk * SPLIT_WORDS64 + j],
+        uint64_t w = __atomic_load_n(&b->head.words[blk * SPLIT_WORDS64 + j],
                                      __ATOMIC_RELAXED);
         hit *= (double)__builtin_popcount((uint32_t)w) / 32.0 *
                ((double)__builtin_popcount((uint32_t)(w >> 32)) / 32.0);
       }
       total += hit;
     }
-    *out = total / (double)b->n_blocks;
+    *out = total / (double)b->head.n_blocks;
     return BK_OK;
   }
   if (b->layout == BK_BLOOM_BLOCKED) {
     /* A probe lands in a uniform block and draws k positions there with
      * replacement: the exact mean of (fill of the block)^k. */
     double total = 0.0;
-    for (uint64_t blk = 0; blk < b->n_blocks; blk++) {
-      uint64_t set = bk__popcount_words(b->words + blk * 8, 8);
+    for (uint64_t blk = 0; blk < b->head.n_blocks; blk++) {
+      uint64_t set = bk__popcount_words(b->head.words + blk * 8, 8);
       total += pow((double)set / BK_BLOCK_BITS, (double)b->k);
     }
-    *out = total / (double)b->n_blocks;
+    *out = total / (double)b->head.n_blocks;
     return BK_OK;
   }
-  double set = (double)bk__popcount_words(b->words, b->bits.n_words);
+  double set = (double)bk__popcount_words(b->head.words, b->bits.n_words);
   *out = pow(set / (double)b->m_bits, (double)b->k);
   return BK_OK;
 }
@@ -916,7 +1093,7 @@ bk_status bk_bloom_info_get(const bk_bloom *b, bk_bloom_info *out) {
   out->k = b->k;
   out->layout = b->layout;
   out->hash_alg = b->hash_alg;
-  out->seed = b->seed;
+  out->seed = b->head.seed;
   out->capacity = b->capacity;
   out->memory = sizeof *b + b->bits.region.size + b->locks.size;
   return BK_OK;
@@ -961,8 +1138,8 @@ bk_status bk_bloom_serialize(const bk_bloom *b, void *buf, size_t cap,
   p[42] = (unsigned char)b->k;
   p[43] = 0;
   bk__store_le32(p + 44, 0);
-  bk__store_le64(p + 48, b->seed);
-  bk__words_store(p + BLOOM_HEADER_LEN, b->words, b->bits.n_words);
+  bk__store_le64(p + 48, b->head.seed);
+  bk__words_store(p + BLOOM_HEADER_LEN, b->head.words, b->bits.n_words);
   bk__format_write_trailer(p, need - BK__TRAILER_SIZE);
   *written = need;
   return BK_OK;
@@ -1001,7 +1178,7 @@ bk_status bk_bloom_deserialize(const void *buf, size_t len,
   bk_bloom *b;
   BK_TRY(bloom_new(&b, &al, m, k, (bk_bloom_layout)layout, (bk_hash_alg)alg,
                    seed, capacity));
-  bk__words_load(b->words, v.payload, n_words);
+  bk__words_load(b->head.words, v.payload, n_words);
   *out = b;
   return BK_OK;
 }
@@ -1025,7 +1202,7 @@ bk_status bk_bloom_parquet_import(const void *bitset, size_t len,
   bk_bloom *b;
   BK_TRY(bloom_new(&b, &al, (uint64_t)len * 8, 8, BK_BLOOM_SPLIT_BLOCK,
                    BK_HASH_XXH64, 0, 0));
-  bk__words_load(b->words, bitset, len / 8);
+  bk__words_load(b->head.words, bitset, len / 8);
   *out = b;
   return BK_OK;
 }
@@ -1034,12 +1211,12 @@ bk_status bk_bloom_parquet_export(const bk_bloom *b, void *buf, size_t cap,
                                   size_t *written) {
   BK_RETURN_IF(!b || !buf || !written, BK_EINVAL);
   BK_RETURN_IF(b->layout != BK_BLOOM_SPLIT_BLOCK ||
-                   b->hash_alg != BK_HASH_XXH64 || b->seed != 0 ||
+                   b->hash_alg != BK_HASH_XXH64 || b->head.seed != 0 ||
                    !parquet_len_ok(b->m_bits / 8),
                BK_EMISMATCH);
   size_t len = (size_t)(b->m_bits / 8);
   BK_RETURN_IF(cap < len, BK_EINVAL);
-  bk__words_store(buf, b->words, b->bits.n_words);
+  bk__words_store(buf, b->head.words, b->bits.n_words);
   *written = len;
   return BK_OK;
 }

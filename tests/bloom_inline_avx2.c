@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The header's inline bk_bloom_contains as code built with -mavx2 gets it
+ * (bloom.h's vector bk__split_test); test_bloom_split compares its answers
+ * with the library's, on CPUs that have AVX2. Its own file, built with
+ * -mavx2 alone, so no other test code can use AVX2 before the CPU check.
+ */
+#include "bloomkit/bloom.h"
+
+#if !defined(BK_BLOOM_INLINE) || !defined(__AVX2__)
+#error "built with -mavx2 and the inline path (tests/CMakeLists.txt)"
+#endif
+
+#include "bloom_inline_avx2.h"
+
+bk_status bk_test_inline_contains_avx2(const bk_bloom *b, const uint64_t *keys,
+                                       size_t n, bool *out) {
+  for (size_t i = 0; i < n; i++) {
+    bk_status s = bk_bloom_contains(b, &keys[i], 8, &out[i]);
+    if (s != BK_OK) return s;
+  }
+  return BK_OK;
+}
