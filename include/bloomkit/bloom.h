@@ -278,7 +278,7 @@ BK_API bk_status bk_bloom_parquet_export(const bk_bloom *b, void *buf,
 typedef struct bk__bloom_head {
   uint64_t *words;      /* the bits: block i is words[4 i .. 4 i + 3] */
   uint64_t n_blocks;    /* 256-bit blocks (split-block) */
-  uint64_t seed;        /* the hash seed */
+  uint64_t hash_k;      /* the seed's part of the digest, see bk__digest8 */
   uint32_t inline_hash; /* BK__INLINE_*: which inline digest, 0 for none */
   uint32_t inline_add;  /* nonzero: single_writer, adds may run inline */
 } bk__bloom_head;
@@ -301,15 +301,16 @@ static inline uint64_t bk__rotl64(uint64_t x, unsigned r) {
   return (x << r) | (x >> (64u - r));
 }
 
-/* The 64-bit word of the library's digest of an 8-byte little-endian key:
- * the low half of XXH3-128 with seed (XXH3's 4-to-8-byte path at length 8;
- * its constants are the specification's: 0xC4F0... is the exclusive or of
- * the default secret's words at bytes 16 and 24), or XXH64 with seed. */
-static inline uint64_t bk__digest8(uint64_t x, uint64_t seed, uint32_t alg) {
+/* The 64-bit word of the library's digest of an 8-byte little-endian key x:
+ * the low half of XXH3-128 (its 4-to-8-byte path at length 8), or XXH64.
+ * hash_k is what the seed contributes, computed once at create (bloom.c's
+ * select_paths): XXH3, 0xC4F023344DC994AC (the default secret's words at
+ * bytes 16 and 24, exclusive-ored) + (seed ^ (bswap32(seed) << 32)); XXH64,
+ * seed + PRIME64_5 + 8. The other constants are the specifications'. */
+static inline uint64_t bk__digest8(uint64_t x, uint64_t hash_k, uint32_t alg) {
   if (alg == BK__INLINE_XXH3) {
-    seed ^= (uint64_t)__builtin_bswap32((uint32_t)seed) << 32;
-    uint64_t keyed = x ^ (UINT64_C(0xC4F023344DC994AC) + seed);
-    bk__bloom_u128 m = (bk__bloom_u128)keyed * UINT64_C(0x9E3779B185EBCAA7);
+    bk__bloom_u128 m =
+        (bk__bloom_u128)(x ^ hash_k) * UINT64_C(0x9E3779B185EBCAA7);
     uint64_t lo = (uint64_t)m, hi = (uint64_t)(m >> 64);
     hi += lo << 1;
     lo ^= hi >> 3;
@@ -317,9 +318,8 @@ static inline uint64_t bk__digest8(uint64_t x, uint64_t seed, uint32_t alg) {
     lo *= UINT64_C(0x9FB21C651E98DF25);
     return lo ^ (lo >> 28);
   }
-  uint64_t h = seed + UINT64_C(0x27D4EB2F165667C5) + 8;
-  h ^= bk__rotl64(x * UINT64_C(0xC2B2AE3D27D4EB4F), 31) *
-       UINT64_C(0x9E3779B185EBCA87);
+  uint64_t h = hash_k ^ (bk__rotl64(x * UINT64_C(0xC2B2AE3D27D4EB4F), 31) *
+                         UINT64_C(0x9E3779B185EBCA87));
   h = bk__rotl64(h, 27) * UINT64_C(0x9E3779B185EBCA87) +
       UINT64_C(0x85EBCA77C2B2AE63);
   h ^= h >> 33;
@@ -344,22 +344,67 @@ static inline void bk__split_masks(uint32_t key, uint64_t mask[4]) {
               ((uint64_t)1 << (((key * salt[2 * j + 1]) >> 27) + 32));
 }
 
-#ifdef __AVX2__
-/* The eight masks in one vector multiply; the block read as four relaxed
- * 64-bit loads (concurrent adds write 64-bit words, or 16-byte halves). */
-static inline bool bk__split_test(const uint64_t *blk, uint32_t key) {
+#if defined(__AVX2__)
+#if defined(__SANITIZE_THREAD__)
+#define BK__BLOOM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BK__BLOOM_TSAN 1
+#endif
+#endif
+
+/* The eight masks in one vector multiply. */
+static inline __m256i bk__split_mask_v(uint32_t key) {
   const __m256i salt = _mm256_setr_epi32(
       (int)0x47b6137bu, (int)0x44974d91u, (int)0x8824ad5bu, (int)0xa2b7289du,
       (int)0x705495c7u, (int)0x2df1424bu, (int)0x9efc4947u, (int)0x5c6bfb31u);
   __m256i x = _mm256_mullo_epi32(_mm256_set1_epi32((int)key), salt);
-  __m256i mask =
-      _mm256_sllv_epi32(_mm256_set1_epi32(1), _mm256_srli_epi32(x, 27));
-  __m256i v =
-      _mm256_set_epi64x((long long)__atomic_load_n(&blk[3], __ATOMIC_RELAXED),
-                        (long long)__atomic_load_n(&blk[2], __ATOMIC_RELAXED),
-                        (long long)__atomic_load_n(&blk[1], __ATOMIC_RELAXED),
-                        (long long)__atomic_load_n(&blk[0], __ATOMIC_RELAXED));
-  return _mm256_testc_si256(v, mask) != 0;
+  return _mm256_sllv_epi32(_mm256_set1_epi32(1), _mm256_srli_epi32(x, 27));
+}
+
+/* The block in one 32-byte load, and a single writer's store of it. In
+ * assembly: other threads store the block's words meanwhile (64-bit stores,
+ * 16-byte exchanges), and a C access racing with them would be undefined;
+ * the instruction reads and writes each aligned 64-bit word whole, and a
+ * block's bits are only ever set while readers run, so any mix of its
+ * words' old and new values is a state some order of the adds passes
+ * through. Under TSan, which cannot see assembly, 64-bit atomics. */
+static inline __m256i bk__split_load(const uint64_t *blk) {
+#ifndef BK__BLOOM_TSAN
+  __m256i v;
+  __asm__ __volatile__("vmovdqu %1, %0"
+                       : "=x"(v)
+                       : "m"(*(const __m256i *)(const void *)blk));
+  return v;
+#else
+  return _mm256_set_epi64x(
+      (long long)__atomic_load_n(&blk[3], __ATOMIC_RELAXED),
+      (long long)__atomic_load_n(&blk[2], __ATOMIC_RELAXED),
+      (long long)__atomic_load_n(&blk[1], __ATOMIC_RELAXED),
+      (long long)__atomic_load_n(&blk[0], __ATOMIC_RELAXED));
+#endif
+}
+
+static inline void bk__split_store(uint64_t *blk, __m256i v) {
+#ifndef BK__BLOOM_TSAN
+  __asm__ __volatile__("vmovdqu %1, %0"
+                       : "=m"(*(__m256i *)(void *)blk)
+                       : "x"(v));
+#else
+  uint64_t w[4];
+  _mm256_storeu_si256((__m256i *)(void *)w, v);
+  for (unsigned j = 0; j < 4; j++)
+    __atomic_store_n(&blk[j], w[j], __ATOMIC_RELAXED);
+#endif
+}
+
+static inline bool bk__split_test(const uint64_t *blk, uint32_t key) {
+  return _mm256_testc_si256(bk__split_load(blk), bk__split_mask_v(key)) != 0;
+}
+
+static inline void bk__split_set_sw(uint64_t *blk, uint32_t key) {
+  bk__split_store(blk,
+                  _mm256_or_si256(bk__split_load(blk), bk__split_mask_v(key)));
 }
 #else
 static inline bool bk__split_test(const uint64_t *blk, uint32_t key) {
@@ -369,37 +414,53 @@ static inline bool bk__split_test(const uint64_t *blk, uint32_t key) {
     missing |= mask[j] & ~__atomic_load_n(&blk[j], __ATOMIC_RELAXED);
   return missing == 0;
 }
+
+/* single_writer: a relaxed load and store per word (no locked
+ * instruction), as the library's own single-writer path. */
+static inline void bk__split_set_sw(uint64_t *blk, uint32_t key) {
+  uint64_t mask[4];
+  bk__split_masks(key, mask);
+  for (unsigned j = 0; j < 4; j++)
+    __atomic_store_n(&blk[j],
+                     __atomic_load_n(&blk[j], __ATOMIC_RELAXED) | mask[j],
+                     __ATOMIC_RELAXED);
+}
 #endif
 
+/* The argument checks are one branch (bitwise, not short-circuit), and
+ * XXH3, the default, is tested first. */
 static inline bk_status bk__bloom_contains_inline(const bk_bloom *b,
                                                   const void *key, size_t len,
                                                   bool *out) {
   const bk__bloom_head *h = (const bk__bloom_head *)(const void *)b;
-  if (__builtin_expect(b && out && key && len == 8 && h->inline_hash, 1)) {
-    uint64_t x;
-    __builtin_memcpy(&x, key, 8);
-    uint64_t d = bk__digest8(x, h->seed, h->inline_hash);
-    *out = bk__split_test(bk__split_block(h, d), (uint32_t)d);
-    return BK_OK;
+  if (__builtin_expect((b != NULL) & (out != NULL) & (key != NULL) & (len == 8),
+                       1)) {
+    uint32_t kind = h->inline_hash;
+    if (__builtin_expect(kind != BK__INLINE_NONE, 1)) {
+      uint64_t x;
+      __builtin_memcpy(&x, key, 8);
+      uint64_t d = kind == BK__INLINE_XXH3
+                       ? bk__digest8(x, h->hash_k, BK__INLINE_XXH3)
+                       : bk__digest8(x, h->hash_k, BK__INLINE_XXH64);
+      *out = bk__split_test(bk__split_block(h, d), (uint32_t)d);
+      return BK_OK;
+    }
   }
   return (bk_bloom_contains)(b, key, len, out);
 }
 
-/* single_writer adds: a relaxed load and store per word (no locked
- * instruction), as the library's own single-writer path. */
+/* Adds run inline only on a single_writer filter (inline_add). */
 static inline bk_status bk__bloom_add_inline(bk_bloom *b, const void *key,
                                              size_t len) {
   const bk__bloom_head *h = (const bk__bloom_head *)(const void *)b;
-  if (__builtin_expect(b && key && len == 8 && h->inline_add, 1)) {
-    uint64_t x, mask[4];
+  if (__builtin_expect((b != NULL) & (key != NULL) & (len == 8), 1) &&
+      __builtin_expect(h->inline_add != 0, 1)) {
+    uint64_t x;
     __builtin_memcpy(&x, key, 8);
-    uint64_t d = bk__digest8(x, h->seed, h->inline_hash);
-    uint64_t *blk = bk__split_block(h, d);
-    bk__split_masks((uint32_t)d, mask);
-    for (unsigned j = 0; j < 4; j++)
-      __atomic_store_n(&blk[j],
-                       __atomic_load_n(&blk[j], __ATOMIC_RELAXED) | mask[j],
-                       __ATOMIC_RELAXED);
+    uint64_t d = h->inline_hash == BK__INLINE_XXH3
+                     ? bk__digest8(x, h->hash_k, BK__INLINE_XXH3)
+                     : bk__digest8(x, h->hash_k, BK__INLINE_XXH64);
+    bk__split_set_sw(bk__split_block(h, d), (uint32_t)d);
     return BK_OK;
   }
   return (bk_bloom_add)(b, key, len);

@@ -80,6 +80,7 @@ struct bk_bloom {
   uint64_t m_bits;
   unsigned k;
   bk_hash_alg hash_alg; /* never BK_HASH_DEFAULT */
+  uint64_t seed;
   bk__alloc alloc;
   bk_bits bits; /* m_bits = bits.n_bits */
   bk_bloom_layout layout;
@@ -99,13 +100,12 @@ struct bk_bloom {
 static inline __attribute__((always_inline)) bk_hash bloom_hash(
     const bk_bloom *b, const void *key, size_t len) {
   if (BK_LIKELY(b->hash_alg == BK_HASH_XXH3)) {
-    XXH128_hash_t x = len <= 16
-                          ? XXH3_len_0to16_128b((const xxh_u8 *)key, len,
-                                                XXH3_kSecret, b->head.seed)
-                          : XXH3_128bits_withSeed(key, len, b->head.seed);
+    XXH128_hash_t x = len <= 16 ? XXH3_len_0to16_128b((const xxh_u8 *)key, len,
+                                                      XXH3_kSecret, b->seed)
+                                : XXH3_128bits_withSeed(key, len, b->seed);
     return (bk_hash){x.low64, x.high64};
   }
-  return bk__hash(b->hash_alg, b->head.seed, key, len);
+  return bk__hash(b->hash_alg, b->seed, key, len);
 }
 
 /* ---- probes ------------------------------------------------------------ */
@@ -578,28 +578,27 @@ static inline bool probe_add(bk_bloom *b, bk_hash h) {
 static inline __attribute__((always_inline)) bk_hash digest_xxh3_short(
     const bk_bloom *b, const void *key, size_t len) {
   XXH128_hash_t x = len == 8 ? XXH3_len_0to16_128b((const xxh_u8 *)key, 8,
-                                                   XXH3_kSecret, b->head.seed)
+                                                   XXH3_kSecret, b->seed)
                              : XXH3_len_0to16_128b((const xxh_u8 *)key, len,
-                                                   XXH3_kSecret, b->head.seed);
+                                                   XXH3_kSecret, b->seed);
   return (bk_hash){x.low64, x.high64};
 }
 
 static inline __attribute__((always_inline)) bk_hash digest_xxh3_long(
     const bk_bloom *b, const void *key, size_t len) {
-  XXH128_hash_t x = XXH3_128bits_withSeed(key, len, b->head.seed);
+  XXH128_hash_t x = XXH3_128bits_withSeed(key, len, b->seed);
   return (bk_hash){x.low64, x.high64};
 }
 
 static inline __attribute__((always_inline)) bk_hash digest_xxh64_short(
     const bk_bloom *b, const void *key, size_t len) {
-  uint64_t lo =
-      len == 8 ? XXH64(key, 8, b->head.seed) : XXH64(key, len, b->head.seed);
+  uint64_t lo = len == 8 ? XXH64(key, 8, b->seed) : XXH64(key, len, b->seed);
   return (bk_hash){lo, mix64(lo)};
 }
 
 static inline __attribute__((always_inline)) bk_hash digest_xxh64_long(
     const bk_bloom *b, const void *key, size_t len) {
-  uint64_t lo = XXH64(key, len, b->head.seed);
+  uint64_t lo = XXH64(key, len, b->seed);
   return (bk_hash){lo, mix64(lo)};
 }
 
@@ -607,14 +606,14 @@ static bk_status contains_generic(const bk_bloom *b, const void *key,
                                   size_t len, bool *out) {
   BK_RETURN_IF(b->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
                BK_EINVAL);
-  *out = probe_contains(b, bk__hash(b->hash_alg, b->head.seed, key, len));
+  *out = probe_contains(b, bk__hash(b->hash_alg, b->seed, key, len));
   return BK_OK;
 }
 
 static bk_status add_generic(bk_bloom *b, const void *key, size_t len) {
   BK_RETURN_IF(b->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
                BK_EINVAL);
-  (void)probe_add(b, bk__hash(b->hash_alg, b->head.seed, key, len));
+  (void)probe_add(b, bk__hash(b->hash_alg, b->seed, key, len));
   return BK_OK;
 }
 
@@ -710,6 +709,11 @@ static void select_paths(bk_bloom *b) {
                         : x64                             ? BK__INLINE_XXH64
                                                           : BK__INLINE_NONE;
   b->head.inline_add = b->head.inline_hash && b->single_writer;
+  /* The seed's part of the inline digest (bk__digest8 in bloom.h). */
+  b->head.hash_k =
+      x3 ? UINT64_C(0xC4F023344DC994AC) +
+               (b->seed ^ (uint64_t)__builtin_bswap32((uint32_t)b->seed) << 32)
+         : b->seed + UINT64_C(0x27D4EB2F165667C5) + 8;
 }
 
 /* The header's inline path reads the head at the start of the filter. */
@@ -805,7 +809,7 @@ static bk_status bloom_new(bk_bloom **out, const bk__alloc *al, uint64_t m,
   b->k = k;
   b->layout = layout;
   b->hash_alg = alg == BK_HASH_DEFAULT ? BK_HASH_XXH3 : alg;
-  b->head.seed = seed;
+  b->seed = seed;
   b->capacity = capacity;
   select_paths(b);
   *out = b;
@@ -1028,7 +1032,7 @@ static bk_status check_compatible(const bk_bloom *a, const bk_bloom *c) {
   BK_RETURN_IF(!a || !c, BK_EINVAL);
   BK_RETURN_IF(a->m_bits != c->m_bits || a->k != c->k ||
                    a->layout != c->layout || a->hash_alg != c->hash_alg ||
-                   a->head.seed != c->head.seed,
+                   a->seed != c->seed,
                BK_EMISMATCH);
   return BK_OK;
 }
@@ -1093,7 +1097,7 @@ bk_status bk_bloom_info_get(const bk_bloom *b, bk_bloom_info *out) {
   out->k = b->k;
   out->layout = b->layout;
   out->hash_alg = b->hash_alg;
-  out->seed = b->head.seed;
+  out->seed = b->seed;
   out->capacity = b->capacity;
   out->memory = sizeof *b + b->bits.region.size + b->locks.size;
   return BK_OK;
@@ -1138,7 +1142,7 @@ bk_status bk_bloom_serialize(const bk_bloom *b, void *buf, size_t cap,
   p[42] = (unsigned char)b->k;
   p[43] = 0;
   bk__store_le32(p + 44, 0);
-  bk__store_le64(p + 48, b->head.seed);
+  bk__store_le64(p + 48, b->seed);
   bk__words_store(p + BLOOM_HEADER_LEN, b->head.words, b->bits.n_words);
   bk__format_write_trailer(p, need - BK__TRAILER_SIZE);
   *written = need;
@@ -1211,7 +1215,7 @@ bk_status bk_bloom_parquet_export(const bk_bloom *b, void *buf, size_t cap,
                                   size_t *written) {
   BK_RETURN_IF(!b || !buf || !written, BK_EINVAL);
   BK_RETURN_IF(b->layout != BK_BLOOM_SPLIT_BLOCK ||
-                   b->hash_alg != BK_HASH_XXH64 || b->head.seed != 0 ||
+                   b->hash_alg != BK_HASH_XXH64 || b->seed != 0 ||
                    !parquet_len_ok(b->m_bits / 8),
                BK_EMISMATCH);
   size_t len = (size_t)(b->m_bits / 8);
