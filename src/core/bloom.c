@@ -1001,10 +1001,35 @@ static bk_status check_batch(const bk_bloom *b, const void *const *keys,
     }                                                                \
   } while (0)
 
+#ifdef BK_SPLIT_AVX2
+/* The batch loops of a split-block filter on the AVX2 path, each one AVX2
+ * function with the probe inlined (the generic loops call the AVX2 probe
+ * once per key, which cost a batch more than the single-key calls). */
+__attribute__((target("avx2"))) static void split_contains_many_avx2(
+    const bk_bloom *b, const void *const *keys, const size_t *lens, size_t n,
+    bool *out) {
+  BATCH_LOOP(b, keys, lens, n, 0, { out[i] = split_contains_avx2(b, h); });
+}
+
+__attribute__((target("avx2"))) static void split_add_many_avx2(
+    bk_bloom *b, const void *const *keys, const size_t *lens, size_t n) {
+  if (b->single_writer)
+    BATCH_LOOP(b, keys, lens, n, 1, { (void)split_add_sw_avx2(b, h); });
+  else
+    BATCH_LOOP(b, keys, lens, n, 1, { (void)split_add_avx2(b, h); });
+}
+#endif
+
 bk_status bk_bloom_contains_many(const bk_bloom *b, const void *const *keys,
                                  const size_t *lens, size_t n, bool *out) {
   BK_TRY(check_batch(b, keys, lens, n));
   BK_RETURN_IF(n && !out, BK_EINVAL);
+#ifdef BK_SPLIT_AVX2
+  if (b->simd) { /* split-block only */
+    split_contains_many_avx2(b, keys, lens, n, out);
+    return BK_OK;
+  }
+#endif
   BATCH_LOOP(b, keys, lens, n, 0, { out[i] = probe_contains(b, h); });
   return BK_OK;
 }
@@ -1024,6 +1049,12 @@ bk_status bk_bloom_contains_many_hash(const bk_bloom *b, const bk_hash *hashes,
 bk_status bk_bloom_add_many(bk_bloom *b, const void *const *keys,
                             const size_t *lens, size_t n) {
   BK_TRY(check_batch(b, keys, lens, n));
+#ifdef BK_SPLIT_AVX2
+  if (b->simd) {
+    split_add_many_avx2(b, keys, lens, n);
+    return BK_OK;
+  }
+#endif
   BATCH_LOOP(b, keys, lens, n, 1, { (void)probe_add(b, h); });
   return BK_OK;
 }
