@@ -12,4 +12,6 @@
  * AVX2. */
 bk_status bk_test_inline_contains_avx2(const bk_bloom *b, const uint64_t *keys,
                                        size_t n, bool *out);
+/* bk_bloom_add(b, &keys[i], 8) for i < n, the same way. */
+bk_status bk_test_inline_add_avx2(bk_bloom *b, const uint64_t *keys, size_t n);
 #endif

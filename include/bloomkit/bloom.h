@@ -269,8 +269,13 @@ BK_API bk_status bk_bloom_parquet_export(const bk_bloom *b, void *buf,
  * goes to the library. The library's functions stay exported under their
  * names ((bk_bloom_contains)(...) or a function pointer reaches them), and
  * defining BK_BLOOM_NO_INLINE before including this header turns the
- * macros off. With __AVX2__ (e.g. -mavx2, -march=native) the eight masks
- * take one vector multiply, else eight scalar ones.
+ * macros off. On x86 the path is inline only in code built for AVX2
+ * (__AVX2__: -mavx2, -march=native), where the eight masks take one vector
+ * multiply: built without it, inline code would compute them with eight
+ * scalar multiplies, slower than the library's own call, which uses AVX2
+ * where the CPU has it (chosen at run time). Elsewhere (ARM, ...) the
+ * scalar inline path, the library's portable one. BK_BLOOM_INLINE_SCALAR
+ * forces the scalar inline path (the tests use it to cover it on x86).
  *
  * ABI: bk__bloom_head is the first member of every bk_bloom, and code
  * compiled with this header reads it; changing it needs a soname bump
@@ -289,7 +294,9 @@ typedef struct bk__bloom_head {
 
 #if !defined(BK_BLOOM_NO_INLINE) && !defined(BK__BUILDING_BLOOM) &&            \
     (defined(__GNUC__) || defined(__clang__)) && defined(__SIZEOF_INT128__) && \
-    defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ &&    \
+    (defined(__AVX2__) || defined(BK_BLOOM_INLINE_SCALAR) ||                   \
+     !(defined(__x86_64__) || defined(__i386__)))
 #define BK_BLOOM_INLINE 1
 #ifdef __AVX2__
 #include <immintrin.h>
@@ -344,7 +351,7 @@ static inline void bk__split_masks(uint32_t key, uint64_t mask[4]) {
               ((uint64_t)1 << (((key * salt[2 * j + 1]) >> 27) + 32));
 }
 
-#if defined(__AVX2__)
+#if defined(__AVX2__) && !defined(BK_BLOOM_INLINE_SCALAR)
 #if defined(__SANITIZE_THREAD__)
 #define BK__BLOOM_TSAN 1
 #elif defined(__has_feature)
