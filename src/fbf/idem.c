@@ -108,20 +108,8 @@ static void maybe_grow(bk_idem *t, stripe *s) {
     }
   }
   bk__free(&t->alloc, s->buckets);
-  /* Relaxed stores: prefetch_bucket reads both without the lock. */
-  __atomic_store_n(&s->buckets, fresh, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->n_buckets, nb, __ATOMIC_RELAXED);
-}
-
-/* Start the miss on the key's bucket before queueing on the stripe lock,
- * beside the filter's lanes: a hint, so the array and its size are read
- * without the lock (relaxed atomics; a grow meanwhile only makes it fetch
- * a line that is no longer used, and a prefetch never faults). The entry
- * the bucket points to is read under the lock, one miss instead of two. */
-static inline void prefetch_bucket(const stripe *s, uint64_t hash) {
-  entry **buckets = __atomic_load_n(&s->buckets, __ATOMIC_RELAXED);
-  uint64_t nb = __atomic_load_n(&s->n_buckets, __ATOMIC_RELAXED);
-  __builtin_prefetch(&buckets[hash & (nb - 1)]);
+  s->buckets = fresh;
+  s->n_buckets = nb;
 }
 
 static entry *new_entry(bk_idem *t, uint64_t hash, const void *key,
@@ -326,10 +314,8 @@ bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
   bk_hash oh = {0, 0};
   if (t->fbf || t->rbf) oh = op_hash(t, id);
   stripe *s = stripe_of(t, kh);
-  /* Start the filter's and the bucket's cache misses before queueing on
-   * the lock. */
+  /* Start the filter's cache misses before queueing on the lock. */
   if (t->fbf) bk__fbf_prefetch(t->fbf, oh);
-  prefetch_bucket(s, kh.lo);
   pthread_mutex_lock(&s->mu);
   entry *e = find(s, kh.lo, key, len);
   int64_t current = e ? e->value : 0, next;
