@@ -288,6 +288,17 @@ typedef struct bk__bloom_head {
   uint32_t inline_add;  /* nonzero: single_writer, adds may run inline */
 } bk__bloom_head;
 
+/* ThreadSanitizer builds (GCC's macro, Clang's feature test): the 32-byte
+ * accesses written in assembly, which TSan cannot see, become 64-bit
+ * atomics there (here and in bloom.c). */
+#if defined(__SANITIZE_THREAD__)
+#define BK__BLOOM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BK__BLOOM_TSAN 1
+#endif
+#endif
+
 #define BK__INLINE_NONE 0u
 #define BK__INLINE_XXH3 1u
 #define BK__INLINE_XXH64 2u
@@ -352,13 +363,6 @@ static inline void bk__split_masks(uint32_t key, uint64_t mask[4]) {
 }
 
 #if defined(__AVX2__) && !defined(BK_BLOOM_INLINE_SCALAR)
-#if defined(__SANITIZE_THREAD__)
-#define BK__BLOOM_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define BK__BLOOM_TSAN 1
-#endif
-#endif
 
 /* The eight masks in one vector multiply. */
 static inline __m256i bk__split_mask_v(uint32_t key) {

@@ -295,7 +295,7 @@ static inline bool split_set_or(uint64_t *blk,
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(__SANITIZE_THREAD__)
+    !defined(BK__BLOOM_TSAN)
 /* x86-64 with CMPXCHG16B (checked by cpuid at create: b->cas16): the
  * block's two 16-byte halves are each set with one lock cmpxchg16b, so an
  * add costs at most two locked instructions instead of four. All
@@ -371,19 +371,50 @@ __attribute__((target("avx2"))) static inline __m256i split_mask_avx2(
   return _mm256_sllv_epi32(_mm256_set1_epi32(1), x);
 }
 
-/* The block is read as four relaxed 64-bit atomic loads (plain movs) and
- * assembled in a register, not by one vector load: concurrent adds write
- * it with 64-bit atomics, and a vector load beside them would be a data
- * race in C11's terms. testc: all mask bits set in the block. */
+/* The block in one 32-byte load, and a single writer's store of it, in
+ * assembly: concurrent adds store the block's words meanwhile (64-bit ORs,
+ * 16-byte exchanges), and a C access racing with them would be undefined;
+ * the instruction reads and writes each aligned 64-bit word whole, and a
+ * block's bits only get set while readers run, so any mix of its words'
+ * old and new values is a state between two adds (bloom.h's inline path
+ * does the same). TSan cannot see assembly: its builds (BK__BLOOM_TSAN) use
+ * 64-bit atomics. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i
+block_load_avx2(const uint64_t *blk) {
+#ifndef BK__BLOOM_TSAN
+  __m256i v;
+  __asm__ __volatile__("vmovdqu %1, %0"
+                       : "=x"(v)
+                       : "m"(*(const __m256i *)(const void *)blk));
+  return v;
+#else
+  return _mm256_set_epi64x(
+      (long long)__atomic_load_n(&blk[3], __ATOMIC_RELAXED),
+      (long long)__atomic_load_n(&blk[2], __ATOMIC_RELAXED),
+      (long long)__atomic_load_n(&blk[1], __ATOMIC_RELAXED),
+      (long long)__atomic_load_n(&blk[0], __ATOMIC_RELAXED));
+#endif
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void
+block_store_avx2(uint64_t *blk, __m256i v) {
+#ifndef BK__BLOOM_TSAN
+  __asm__ __volatile__("vmovdqu %1, %0"
+                       : "=m"(*(__m256i *)(void *)blk)
+                       : "x"(v));
+#else
+  uint64_t w[SPLIT_WORDS64];
+  _mm256_storeu_si256((__m256i *)(void *)w, v);
+  for (unsigned j = 0; j < SPLIT_WORDS64; j++)
+    __atomic_store_n(&blk[j], w[j], __ATOMIC_RELAXED);
+#endif
+}
+
+/* testc: all mask bits set in the block (one 32-byte load, above). */
 __attribute__((target("avx2"), always_inline)) static inline bool
 split_test_avx2_inline(const uint64_t *blk, uint32_t key) {
   __m256i mask = split_mask_avx2(key);
-  __m256i v =
-      _mm256_set_epi64x((long long)__atomic_load_n(&blk[3], __ATOMIC_RELAXED),
-                        (long long)__atomic_load_n(&blk[2], __ATOMIC_RELAXED),
-                        (long long)__atomic_load_n(&blk[1], __ATOMIC_RELAXED),
-                        (long long)__atomic_load_n(&blk[0], __ATOMIC_RELAXED));
-  return _mm256_testc_si256(v, mask) != 0;
+  return _mm256_testc_si256(block_load_avx2(blk), mask) != 0;
 }
 
 __attribute__((target("avx2"), noinline)) static bool split_test_avx2(
@@ -518,11 +549,10 @@ split_add_avx2(bk_bloom *b, bk_hash h) {
 
 __attribute__((target("avx2"), always_inline)) static inline bool
 split_add_sw_avx2(bk_bloom *b, bk_hash h) {
-  uint64_t mask[SPLIT_WORDS64], fresh = 0;
-  split_masks_avx2_inline((uint32_t)h.lo, mask);
   uint64_t *blk = split_block_of(b, h.lo);
-  for (unsigned j = 0; j < SPLIT_WORDS64; j++) fresh |= sw_or(&blk[j], mask[j]);
-  return fresh != 0;
+  __m256i mask = split_mask_avx2((uint32_t)h.lo), v = block_load_avx2(blk);
+  block_store_avx2(blk, _mm256_or_si256(v, mask));
+  return !_mm256_testc_si256(v, mask); /* a bit was clear */
 }
 #endif
 
