@@ -1389,6 +1389,90 @@ static void test_estimate_tiny_rates(void **state) {
   bk_fbf_destroy(f);
 }
 
+/* ---- sizing by the whole filter's rate -------------------------------------
+ * bk_fbf_steady_fpp models the rate a check answers with in steady state,
+ * just before a refresh; bk_fbf_filter_fpp_for inverts it. Driven to that
+ * state (c fresh inserts a period for N + 4 periods), a filter is probed
+ * with 400,000 absent ids. Tolerance: 4 binomial standard deviations plus
+ * 8 % of the model, which treats the N - 1 neighbour pairs as independent
+ * events: overlapping pairs are positively correlated, so it runs high
+ * (measured 3-6 % above it here, default seed; safe for sizing). The
+ * unadjusted sizing (per filter at fpp) must measure above fpp by more
+ * than 4 standard deviations, so the adjustment is shown to matter. */
+static double steady_measured(uint64_t c, unsigned n_past, double filter_fpp,
+                              uint64_t salt) {
+  bk_fbf_config cfg = {.capacity = c,
+                       .fpp = filter_fpp,
+                       .n_past = n_past,
+                       .refresh_period = 1000,
+                       .seed = test_seed(salt)};
+  bk_fbf *f = make(&cfg);
+  uint64_t id = 0;
+  for (unsigned p = 0; p < n_past + 4; p++) {
+    if (p) advance(f, (uint64_t)p * 1000);
+    for (uint64_t i = 0; i < c; i++) {
+      unsigned char kb[8];
+      bk__store_le64(kb, id++);
+      assert_bk_ok(bk_fbf_insert(f, kb, sizeof kb));
+    }
+  }
+  const uint64_t probes = 400000;
+  uint64_t fp = 0;
+  for (uint64_t i = 0; i < probes; i++) fp += has_id(f, ABSENT_TAG | i);
+  bk_fbf_destroy(f);
+  return (double)fp / (double)probes;
+}
+
+static void test_whole_filter_sizing(void **state) {
+  (void)state;
+  struct {
+    unsigned n_past;
+    double fpp;
+  } cases[] = {{5, 0.01}, {2, 0.02}, {1, 0.01}};
+  const uint64_t c = 20000;
+  for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const unsigned n = cases[i].n_past;
+    double fpp = cases[i].fpp, q, model, raw_model, above;
+    assert_bk_ok(bk_fbf_filter_fpp_for(c, n, fpp, &q));
+    assert_true(q > 0.0 && q <= fpp);
+    assert_bk_ok(bk_fbf_steady_fpp(c, n, q, &model));
+    assert_true(model <= fpp);
+    /* The largest such rate, within the bisection's 0.1 %. */
+    assert_bk_ok(bk_fbf_steady_fpp(c, n, q * 1.003, &above));
+    assert_true(q == fpp || above > fpp);
+    double got = steady_measured(c, n, q, i);
+    double sd = sqrt(model * (1 - model) / 400000.0);
+    print_message(
+        "fbf whole-filter sizing N=%u fpp %.3f: filter fpp %.5f "
+        "model %.5f measured %.5f\n",
+        n, fpp, q, model, got);
+    assert_true(fabs(got - model) <= 4 * sd + 0.08 * model);
+    assert_true(got <= fpp + 4 * sd);
+    assert_bk_ok(bk_fbf_steady_fpp(c, n, fpp, &raw_model));
+    double raw = steady_measured(c, n, fpp, 100 + i);
+    print_message("  sized per filter at fpp: model %.5f measured %.5f\n",
+                  raw_model, raw);
+    assert_true(fabs(raw - raw_model) <= 4 * sd + 0.08 * raw_model);
+    /* N = 1 has nothing to adjust much: the future's hits are inside the
+     * present's, and the oldest alone is the one other event. */
+    if (n > 1) assert_true(raw > fpp + 4 * sd);
+  }
+  double out;
+  assert_bk_status(bk_fbf_steady_fpp(c, 2, 0.01, NULL), BK_EINVAL);
+  assert_bk_status(bk_fbf_steady_fpp(0, 2, 0.01, &out), BK_EINVAL);
+  assert_bk_status(bk_fbf_steady_fpp(c, 0, 0.01, &out), BK_EINVAL);
+  assert_bk_status(bk_fbf_steady_fpp(c, 63, 0.01, &out), BK_EINVAL);
+  assert_bk_status(bk_fbf_steady_fpp((uint64_t)1 << 63, 2, 0.01, &out),
+                   BK_EINVAL);
+  assert_bk_status(bk_fbf_filter_fpp_for(c, 2, 0.0, &out), BK_EINVAL);
+  assert_bk_status(bk_fbf_filter_fpp_for(c, 2, 1.0, &out), BK_EINVAL);
+  assert_bk_status(bk_fbf_filter_fpp_for(c, 2, NAN, &out), BK_EINVAL);
+  assert_bk_status(bk_fbf_filter_fpp_for(c, 2, 0.01, NULL), BK_EINVAL);
+  /* A rate no filter of at most 2^40 bits reaches. */
+  assert_bk_status(bk_fbf_filter_fpp_for((uint64_t)1 << 40, 2, 1e-9, &out),
+                   BK_EINVAL);
+}
+
 /* Thesis Fig. 6.1: m = 6250, k = 5, N = 1, t = 5 s, 100..500 elements,
  * 200k absent probes: the optimized check's empirical fpp is below the
  * simple check's. Per probe the optimized check's hits are a subset of the
@@ -3305,6 +3389,7 @@ int main(void) {
       cmocka_unit_test(test_deserialize_hostile),
       cmocka_unit_test(test_deserialize_crafted),
       cmocka_unit_test(test_deserialize_stale_schedule),
+      cmocka_unit_test(test_whole_filter_sizing),
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_oom_create),
   };

@@ -58,7 +58,9 @@ typedef enum bk_fbf_check {
  * Configuration; zero fields mean "default" where a default exists.
  * Size each constituent filter by m_bits and k, or by (capacity, fpp):
  * capacity = distinct elements expected per refresh period, sized so one
- * filter holding two periods' inserts stays at fpp.
+ * filter holding two periods' inserts stays at fpp. The rate a check
+ * answers with is the whole filter's, higher: bk_fbf_filter_fpp_for gives
+ * the fpp to configure for a whole-filter target.
  */
 typedef struct bk_fbf_config {
   uint64_t m_bits;   /**< bits per constituent filter (k then required) */
@@ -183,6 +185,34 @@ BK_API bk_status bk_fbf_resize(bk_fbf *f, unsigned n_filters,
  */
 BK_API bk_status bk_fbf_estimated_fpp(const bk_fbf *f, bk_fbf_check check,
                                       double *out);
+
+/**
+ * Sizing by the whole filter's rate. bk_fbf_config.fpp is what one
+ * constituent filter holding two periods' inserts reaches; what a check
+ * answers is the whole filter's rate, up to about N times that.
+ * bk_fbf_steady_fpp gives the whole filter's rate for the optimized check
+ * in steady state at its worst moment (just before a refresh: the future
+ * holding `capacity` inserts, the present and every past 2 capacity,
+ * neighbours sharing capacity) for a filter sized by (capacity,
+ * filter_fpp) with k = 0 and n_past N: with f(n) = (1 - u^n)^k,
+ * u = (1 - 1/m)^k, (m, k) from bk_params_for_target(2 capacity,
+ * filter_fpp), pair = (1 - 2 u^{2c} + u^{3c})^k (two neighbours),
+ *   1 - (1 - f(c)) (1 - pair)^(N - 1) (1 - f(2c))
+ * (the future alone, the pairs from the present to the one before the
+ * oldest, the oldest alone; the structure of bk_fbf_estimated_fpp,
+ * docs/design.md 5.5). It treats the pairs as independent; overlapping
+ * pairs are positively correlated, so measured rates run 3-6 % below it
+ * (tests/test_fbf.c). bk_fbf_filter_fpp_for returns the largest filter_fpp
+ * (within 0.1 %) whose steady rate is at most `fpp`: configure that as
+ * bk_fbf_config.fpp to make `fpp` the rate the optimized check answers
+ * with. Errors: BK_EINVAL (NULL out, capacity 0 or above 2^62, n_past 0 or
+ * above 62, a rate outside (0, 1); for _for, a rate no filter of at most
+ * 2^40 bits reaches).
+ */
+BK_API bk_status bk_fbf_steady_fpp(uint64_t capacity, unsigned n_past,
+                                   double filter_fpp, double *out);
+BK_API bk_status bk_fbf_filter_fpp_for(uint64_t capacity, unsigned n_past,
+                                       double fpp, double *out);
 
 /**
  * The thesis' Eq. 4.3 exactly (pairs as independent products), for

@@ -341,6 +341,61 @@ bk_status bk_fbf_insert_if_absent(bk_fbf *f, const void *key, size_t len,
   return bk_fbf_insert_if_absent_hash(f, h, added);
 }
 
+/* ---- sizing by the whole filter's rate (fbf.h) --------------------------- */
+
+static bool steady_args_ok(uint64_t capacity, unsigned n_past, double rate) {
+  return capacity && capacity <= (UINT64_MAX >> 2) && n_past >= 1 &&
+         n_past <= BK_FBF_MAX_FILTERS - 2 && rate > 0.0 && rate < 1.0;
+}
+
+/* The model of fbf.h, as -expm1 of a sum of log1p terms (exact also for
+ * tiny rates); 1 when no filter of rate q can be made. */
+static double steady_rate(uint64_t c, unsigned n_past, double q) {
+  uint64_t m;
+  unsigned k;
+  if (bk_params_for_target(2 * c, q, &m, &k) != BK_OK) return 1.0;
+  double lu = (double)k * log1p(-1.0 / (double)m), kd = (double)k;
+  double cd = (double)c;
+  double f1 = pow(-expm1(lu * cd), kd), f2 = pow(-expm1(lu * 2.0 * cd), kd);
+  double both = 1.0 - 2.0 * exp(lu * 2.0 * cd) + exp(lu * 3.0 * cd);
+  double pair = pow(both > 0.0 ? both : 0.0, kd);
+  return -expm1(log1p(-f1) + (double)(n_past - 1) * log1p(-pair) + log1p(-f2));
+}
+
+bk_status bk_fbf_steady_fpp(uint64_t capacity, unsigned n_past,
+                            double filter_fpp, double *out) {
+  BK_RETURN_IF(!out || !steady_args_ok(capacity, n_past, filter_fpp),
+               BK_EINVAL);
+  uint64_t m;
+  unsigned k;
+  BK_TRY(bk_params_for_target(2 * capacity, filter_fpp, &m, &k));
+  *out = steady_rate(capacity, n_past, filter_fpp);
+  return BK_OK;
+}
+
+/* Bisection on a log scale: the steady rate is at most N + 1 times the
+ * filter rate (a union bound over its N + 1 events), so fpp / (2 (N + 2))
+ * qualifies whenever a filter of that rate can be made. */
+bk_status bk_fbf_filter_fpp_for(uint64_t capacity, unsigned n_past, double fpp,
+                                double *out) {
+  BK_RETURN_IF(!out || !steady_args_ok(capacity, n_past, fpp), BK_EINVAL);
+  double lo = fpp / (2.0 * (n_past + 2)), hi = fpp;
+  if (steady_rate(capacity, n_past, hi) <= fpp) {
+    *out = hi;
+    return BK_OK;
+  }
+  BK_RETURN_IF(steady_rate(capacity, n_past, lo) > fpp, BK_EINVAL);
+  for (int i = 0; i < 60 && hi / lo > 1.001; i++) {
+    double mid = sqrt(lo * hi);
+    if (steady_rate(capacity, n_past, mid) <= fpp)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  *out = lo;
+  return BK_OK;
+}
+
 /* ---- false positive estimate (chapter 4) -------------------------------- */
 
 static double filter_fpp(const bk_fbf *f, uint64_t inserted) {

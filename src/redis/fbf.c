@@ -27,7 +27,6 @@
  */
 #include "redis/rm.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,53 +50,17 @@ typedef struct fbf_params {
   bool adaptive;
 } fbf_params;
 
-/*
- * The whole filter's false positive rate in steady state, at its worst
- * moment (just before a refresh), when each constituent filter is sized
- * by bk_params_for_target for 2c items at rate q: c items per period, the
- * future holding c, every other filter 2c, neighbours sharing c. An absent
- * item is reported present when it hits the future alone, a pair of
- * neighbours from (present, newest past) to the pair before the oldest, or
- * the oldest alone (the library's optimized check, shared-aware as in its
- * estimate):
- *   1 - (1 - f(c)) (1 - pair)^(N - 1) (1 - f(2c)),
- *   f(n) = (1 - u^n)^k, pair = (1 - 2 u^{2c} + u^{3c})^k, u = (1 - 1/m)^k.
- * Measured against it (bench/redis, 10^6 absent ids after two windows):
- * within the counting noise at 0.01, 0.001 and 0.0001.
- */
-static double steady_fpp(uint64_t c, double q) {
-  uint64_t m;
-  unsigned k;
-  if (bk_params_for_target(2 * c, q, &m, &k) != BK_OK) return 1.0;
-  double lu = (double)k * log1p(-1.0 / (double)m), kd = (double)k;
-  double u1 = exp(lu * (double)c), u2 = exp(lu * 2.0 * (double)c),
-         u3 = exp(lu * 3.0 * (double)c);
-  double f1 = pow(1.0 - u1, kd), f2 = pow(1.0 - u2, kd);
-  double both = 1.0 - 2.0 * u2 + u3;
-  double pair = pow(both > 0.0 ? both : 0.0, kd);
-  /* As -expm1 of a sum of log1p terms: exact also for tiny rates. */
-  return -expm1(log1p(-f1) + (double)(FBF_PERIODS - 2) * log1p(-pair) +
-                log1p(-f2));
-}
-
-/* The largest per-filter rate q (within 0.1 %) whose steady_fpp is at most
- * `fpp`: FPP is what FBF.EXISTS answers, not what one filter does (sized
- * at q = fpp the whole filter ran 33 % over at 0.01, 16 % at 0.001).
- * steady_fpp(q) <= (N + 1) q, so q = fpp / 16 always qualifies, unless no
- * filter of that rate can be made (m over 2^40 bits): then fpp, and
- * bk_fbf_create says why. */
+/* The per-filter rate that makes FPP the whole filter's steady-state rate
+ * (bk_fbf_filter_fpp_for: FBF.EXISTS is the optimized check): FPP is what
+ * FBF.EXISTS answers, not what one filter does (sized at FPP the whole filter
+ * ran 33 % over at 0.01, 16 % at 0.001). Measured against the model
+ * (bench/redis, 10^6 absent ids after two windows): within the counting noise
+ * at 0.01, 0.001 and 0.0001. When no filter of that rate can be made (m over
+ * 2^40 bits), FPP itself, and bk_fbf_create says why. */
 static double filter_rate_for(uint64_t c, double fpp) {
-  double lo = fpp / 16.0, hi = fpp;
-  if (steady_fpp(c, hi) <= fpp) return hi;
-  if (steady_fpp(c, lo) > fpp) return fpp;
-  for (int i = 0; i < 40 && hi / lo > 1.001; i++) {
-    double mid = sqrt(lo * hi);
-    if (steady_fpp(c, mid) <= fpp)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  return lo;
+  double q;
+  if (bk_fbf_filter_fpp_for(c, FBF_PERIODS - 1, fpp, &q) != BK_OK) return fpp;
+  return q;
 }
 
 /* ADAPTIVE grows when the estimate reaches 0.9 of its target, and the
