@@ -72,6 +72,17 @@ static unsigned char *serialize_alloc(const bk_bloom *b, size_t *len) {
   return buf;
 }
 
+/* a and b hold the same bits (their serialized forms are equal). */
+static void assert_same_bits(const bk_bloom *a, const bk_bloom *b) {
+  size_t la, lb;
+  unsigned char *ba = serialize_alloc(a, &la);
+  unsigned char *bb = serialize_alloc(b, &lb);
+  assert_int_equal(la, lb);
+  assert_memory_equal(ba, bb, la);
+  free(ba);
+  free(bb);
+}
+
 static void key_of(uint64_t i, unsigned char key[8]) {
   bk__store_le64(key, i * 0x9E3779B97F4A7C15ull + 12345);
 }
@@ -165,13 +176,7 @@ static void test_simd_matches_portable(void **state) {
       assert_int_equal(a1, a2);
     }
   }
-  size_t l1, l2;
-  unsigned char *b1 = serialize_alloc(fast, &l1);
-  unsigned char *b2 = serialize_alloc(port, &l2);
-  assert_int_equal(l1, l2);
-  assert_memory_equal(b1, b2, l1);
-  free(b1);
-  free(b2);
+  assert_same_bits(fast, port);
   unsigned disagree = 0, fp = 0;
   for (unsigned i = 0; i < 200000; i++) {
     unsigned char key[8];
@@ -203,11 +208,7 @@ static void test_simd_matches_portable(void **state) {
     }
     assert_bk_ok(bk_bloom_add_many(fast, ptrs, lens, NB / 2));
     assert_bk_ok(bk_bloom_add_many(port, ptrs, lens, NB / 2));
-    b1 = serialize_alloc(fast, &l1);
-    b2 = serialize_alloc(port, &l2);
-    assert_memory_equal(b1, b2, l1);
-    free(b1);
-    free(b2);
+    assert_same_bits(fast, port);
     assert_bk_ok(bk_bloom_contains_many(fast, ptrs, lens, NB, got_fast));
     assert_bk_ok(bk_bloom_contains_many(port, ptrs, lens, NB, got_port));
     for (unsigned i = 0; i < NB; i++) {
@@ -283,13 +284,7 @@ static void test_inline_matches_library(void **state) {
           assert_bk_ok(bk_bloom_add(in, key, 8));
           assert_bk_ok((bk_bloom_add)(lib, key, 8));
         }
-        size_t l1, l2;
-        unsigned char *b1 = serialize_alloc(in, &l1);
-        unsigned char *b2 = serialize_alloc(lib, &l2);
-        assert_int_equal(l1, l2);
-        assert_memory_equal(b1, b2, l1);
-        free(b1);
-        free(b2);
+        assert_same_bits(in, lib);
         unsigned found = 0, fp = 0;
         for (unsigned i = 0; i < n + 100000; i++) {
           unsigned char key[8];
@@ -319,13 +314,7 @@ static void test_inline_matches_library(void **state) {
             key_of(seed + i, (unsigned char *)&keys[i]);
           bk_bloom *v = make(&cfg);
           assert_bk_ok(bk_test_inline_add_avx2(v, keys, n));
-          size_t lv;
-          unsigned char *bv = serialize_alloc(v, &lv);
-          b2 = serialize_alloc(lib, &l2);
-          assert_int_equal(lv, l2);
-          assert_memory_equal(bv, b2, lv);
-          free(bv);
-          free(b2);
+          assert_same_bits(v, lib);
           assert_bk_ok(bk_test_inline_contains_avx2(v, keys, np, got));
           for (size_t i = 0; i < np; i++) {
             bool want;
@@ -922,13 +911,7 @@ static void test_single_writer_same_bits(void **state) {
     }
     assert_bk_ok(bk_bloom_add_many(conc, ptrs, lens, 64));
     assert_bk_ok(bk_bloom_add_many(sw, ptrs, lens, 64));
-    size_t l1, l2;
-    unsigned char *b1 = serialize_alloc(conc, &l1);
-    unsigned char *b2 = serialize_alloc(sw, &l2);
-    assert_int_equal(l1, l2);
-    assert_memory_equal(b1, b2, l1);
-    free(b1);
-    free(b2);
+    assert_same_bits(conc, sw);
     /* The switch works both ways on a live filter. */
     assert_bk_ok(bk_bloom_set_single_writer(conc, true));
     assert_bk_ok(bk_bloom_set_single_writer(sw, false));

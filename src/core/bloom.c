@@ -376,9 +376,12 @@ __attribute__((target("avx2"))) static inline __m256i split_mask_avx2(
  * 16-byte exchanges), and a C access racing with them would be undefined;
  * the instruction reads and writes each aligned 64-bit word whole, and a
  * block's bits only get set while readers run, so any mix of its words'
- * old and new values is a state between two adds (bloom.h's inline path
- * does the same). TSan cannot see assembly: its builds (BK__BLOOM_TSAN) use
- * 64-bit atomics. */
+ * old and new values is a state between two adds. TSan cannot see
+ * assembly: its builds (BK__BLOOM_TSAN) use 64-bit atomics. bloom.h's
+ * inline path has the same two accesses (bk__split_load, bk__split_store),
+ * written there for code built with -mavx2; this file is built without it
+ * (AVX2 by target attributes, chosen at run time), so it cannot include
+ * them. */
 __attribute__((target("avx2"), always_inline)) static inline __m256i
 block_load_avx2(const uint64_t *blk) {
 #ifndef BK__BLOOM_TSAN
