@@ -925,13 +925,15 @@ static void test_single_writer_same_bits(void **state) {
  * (release); two readers pick published keys at random and must find every
  * one (acquire), while also probing absent keys. Run under TSan by
  * scripts/sanitize.sh: the writer's plain stores and the readers' loads must
- * be race-free in C11's terms. Every layout, AVX2 and portable. */
+ * be race-free in C11's terms. Every layout; split-block on both library
+ * paths, through the header's inline path and the library's functions. */
 typedef struct sw_shared {
   bk_bloom *b;
   uint64_t n;
   _Atomic uint64_t published;
   _Atomic int missing;
   uint64_t seed;
+  bool lib; /* call the library by name, not the header's inline path */
 } sw_shared;
 
 static void *sw_writer(void *arg) {
@@ -942,7 +944,8 @@ static void *sw_writer(void *arg) {
     if (i % 3 == 0) {
       bool added;
       if (bk_bloom_add_if_absent(sh->b, key, 8, &added) != BK_OK) break;
-    } else if (bk_bloom_add(sh->b, key, 8) != BK_OK) {
+    } else if ((sh->lib ? (bk_bloom_add)(sh->b, key, 8)
+                        : bk_bloom_add(sh->b, key, 8)) != BK_OK) {
       break;
     }
     atomic_store_explicit(&sh->published, i + 1, memory_order_release);
@@ -959,10 +962,14 @@ static void *sw_reader(void *arg) {
     unsigned char key[8];
     bool r = false;
     key_of(sh->seed + bk_test_next(&rng) % p, key);
-    if (bk_bloom_contains(sh->b, key, 8, &r) != BK_OK || !r)
-      atomic_fetch_add(&sh->missing, 1);
+    bk_status s = sh->lib ? (bk_bloom_contains)(sh->b, key, 8, &r)
+                          : bk_bloom_contains(sh->b, key, 8, &r);
+    if (s != BK_OK || !r) atomic_fetch_add(&sh->missing, 1);
     key_of(sh->seed + sh->n + bk_test_next(&rng) % 1000000, key);
-    (void)bk_bloom_contains(sh->b, key, 8, &r);
+    if (sh->lib)
+      (void)(bk_bloom_contains)(sh->b, key, 8, &r);
+    else
+      (void)bk_bloom_contains(sh->b, key, 8, &r);
     if (p == sh->n) break;
   }
   return NULL;
@@ -971,14 +978,18 @@ static void *sw_reader(void *arg) {
 static void test_single_writer_concurrent_readers(void **state) {
   (void)state;
   const uint64_t n = BK_TEST_SLOW_BUILD ? 20000 : 200000;
-  for (int run = 0; run < 4; run++) {
+  /* Runs: standard, blocked, then split-block on the AVX2 and the portable
+   * library paths, through the header's (scalar) inline path and then
+   * through the library's own functions (its 32-byte load and store). */
+  for (int run = 0; run < 6; run++) {
     int layout = run < 3 ? run : 2;
     bk_bloom_config cfg = {.m_bits = n * 10,
                            .k = layout == 2 ? 8 : 7,
                            .layout = (bk_bloom_layout)layout,
                            .single_writer = true};
-    sw_shared sh = {.b = make(&cfg), .n = n, .seed = test_seed(10 + run)};
-    if (layout == 2) bk__bloom_use_simd(sh.b, run == 2);
+    sw_shared sh = {
+        .b = make(&cfg), .n = n, .seed = test_seed(10 + run), .lib = run >= 4};
+    if (layout == 2) bk__bloom_use_simd(sh.b, run == 2 || run == 4);
     atomic_init(&sh.published, 0);
     atomic_init(&sh.missing, 0);
     pthread_t w, r1, r2;

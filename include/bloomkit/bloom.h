@@ -276,6 +276,11 @@ BK_API bk_status bk_bloom_parquet_export(const bk_bloom *b, void *buf,
  * where the CPU has it (chosen at run time). Elsewhere (ARM, ...) the
  * scalar inline path, the library's portable one. BK_BLOOM_INLINE_SCALAR
  * forces the scalar inline path (the tests use it to cover it on x86).
+ * Being function-like macros, the two names cannot be redeclared after
+ * this header, and an argument with a bare comma (a compound literal
+ * such as (uint64_t[]){1, 2}) needs parentheses; define
+ * BK_BLOOM_NO_INLINE where that matters. C99 or later, or C++; GCC or
+ * Clang; a little-endian target with 128-bit integers.
  *
  * ABI: bk__bloom_head is the first member of every bk_bloom, and code
  * compiled with this header reads it; changing it needs a soname bump
@@ -304,6 +309,8 @@ typedef struct bk__bloom_head {
 #define BK__INLINE_XXH64 2u
 
 #if !defined(BK_BLOOM_NO_INLINE) && !defined(BK__BUILDING_BLOOM) &&            \
+    (defined(__cplusplus) ||                                                   \
+     (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L)) &&            \
     (defined(__GNUC__) || defined(__clang__)) && defined(__SIZEOF_INT128__) && \
     defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ &&    \
     (defined(__AVX2__) || defined(BK_BLOOM_INLINE_SCALAR) ||                   \
@@ -383,7 +390,7 @@ static inline __m256i bk__split_mask_v(uint32_t key) {
 static inline __m256i bk__split_load(const uint64_t *blk) {
 #ifndef BK__BLOOM_TSAN
   __m256i v;
-  __asm__ __volatile__("vmovdqu %1, %0"
+  __asm__ __volatile__("vmovdqu {%1, %0|%0, %1}"
                        : "=x"(v)
                        : "m"(*(const __m256i *)(const void *)blk));
   return v;
@@ -398,7 +405,7 @@ static inline __m256i bk__split_load(const uint64_t *blk) {
 
 static inline void bk__split_store(uint64_t *blk, __m256i v) {
 #ifndef BK__BLOOM_TSAN
-  __asm__ __volatile__("vmovdqu %1, %0"
+  __asm__ __volatile__("vmovdqu {%1, %0|%0, %1}"
                        : "=m"(*(__m256i *)(void *)blk)
                        : "x"(v));
 #else

@@ -386,7 +386,7 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i
 block_load_avx2(const uint64_t *blk) {
 #ifndef BK__BLOOM_TSAN
   __m256i v;
-  __asm__ __volatile__("vmovdqu %1, %0"
+  __asm__ __volatile__("vmovdqu {%1, %0|%0, %1}"
                        : "=x"(v)
                        : "m"(*(const __m256i *)(const void *)blk));
   return v;
@@ -402,7 +402,7 @@ block_load_avx2(const uint64_t *blk) {
 __attribute__((target("avx2"), always_inline)) static inline void
 block_store_avx2(uint64_t *blk, __m256i v) {
 #ifndef BK__BLOOM_TSAN
-  __asm__ __volatile__("vmovdqu %1, %0"
+  __asm__ __volatile__("vmovdqu {%1, %0|%0, %1}"
                        : "=m"(*(__m256i *)(void *)blk)
                        : "x"(v));
 #else
