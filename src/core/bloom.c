@@ -91,20 +91,46 @@ struct bk_bloom {
   bk__region locks; /* key locks (sync.h) */
 };
 
-/* bk__hash with XXH3, the default, inlined; the same digest. Keys up to 16
- * bytes take XXH3's short path directly (what XXH3_128bits_withSeed does for
- * them with the default secret, a force-inlined function of xxhash.h's
- * header-only mode), so a short key costs no call at all; test_bloom's
- * golden blobs and test_bloom_split's reference (through bk_hash_bytes)
- * pin that the digest is the same. */
+/* The inlined digests; the same as bk__hash for their algorithm (test_bloom's
+ * golden blobs and test_bloom_split's Parquet fixture pin them). The short
+ * forms take keys of up to 16 bytes with no call (8 bytes tested first, so
+ * it hashes with a constant length), which keeps a body a leaf function
+ * with no stack frame; longer keys go to a body of their own. */
+static inline __attribute__((always_inline)) bk_hash digest_xxh3_short(
+    const bk_bloom *b, const void *key, size_t len) {
+  XXH128_hash_t x = len == 8 ? XXH3_len_0to16_128b((const xxh_u8 *)key, 8,
+                                                   XXH3_kSecret, b->seed)
+                             : XXH3_len_0to16_128b((const xxh_u8 *)key, len,
+                                                   XXH3_kSecret, b->seed);
+  return (bk_hash){x.low64, x.high64};
+}
+
+static inline __attribute__((always_inline)) bk_hash digest_xxh3_long(
+    const bk_bloom *b, const void *key, size_t len) {
+  XXH128_hash_t x = XXH3_128bits_withSeed(key, len, b->seed);
+  return (bk_hash){x.low64, x.high64};
+}
+
+static inline __attribute__((always_inline)) bk_hash digest_xxh64_short(
+    const bk_bloom *b, const void *key, size_t len) {
+  uint64_t lo = len == 8 ? XXH64(key, 8, b->seed) : XXH64(key, len, b->seed);
+  return (bk_hash){lo, bk__mix64(lo)};
+}
+
+static inline __attribute__((always_inline)) bk_hash digest_xxh64_long(
+    const bk_bloom *b, const void *key, size_t len) {
+  uint64_t lo = XXH64(key, len, b->seed);
+  return (bk_hash){lo, bk__mix64(lo)};
+}
+
+/* bk__hash with the digests above inlined (XXH3, the default, and XXH64),
+ * for the batch loops and the checked entry points. */
 static inline __attribute__((always_inline)) bk_hash bloom_hash(
     const bk_bloom *b, const void *key, size_t len) {
-  if (BK_LIKELY(b->hash_alg == BK_HASH_XXH3)) {
-    XXH128_hash_t x = len <= 16 ? XXH3_len_0to16_128b((const xxh_u8 *)key, len,
-                                                      XXH3_kSecret, b->seed)
-                                : XXH3_128bits_withSeed(key, len, b->seed);
-    return (bk_hash){x.low64, x.high64};
-  }
+  if (BK_LIKELY(b->hash_alg == BK_HASH_XXH3))
+    return len <= 16 ? digest_xxh3_short(b, key, len)
+                     : digest_xxh3_long(b, key, len);
+  if (b->hash_alg == BK_HASH_XXH64) return digest_xxh64_short(b, key, len);
   return bk__hash(b->hash_alg, b->seed, key, len);
 }
 
@@ -602,38 +628,6 @@ static inline bool probe_add(bk_bloom *b, bk_hash h) {
  * nanoseconds is what these save (a branch per configuration choice, the
  * stack frames of nested calls): measured beside fastfilter's inlined
  * split-block probe in docs/results.md. */
-
-/* The inlined digests; the same as bk__hash for their algorithm (test_bloom's
- * golden blobs and test_bloom_split's Parquet fixture pin them). The short
- * forms take keys of up to 16 bytes with no call (8 bytes tested first, so
- * it hashes with a constant length), which keeps a body a leaf function
- * with no stack frame; longer keys go to a body of their own. */
-static inline __attribute__((always_inline)) bk_hash digest_xxh3_short(
-    const bk_bloom *b, const void *key, size_t len) {
-  XXH128_hash_t x = len == 8 ? XXH3_len_0to16_128b((const xxh_u8 *)key, 8,
-                                                   XXH3_kSecret, b->seed)
-                             : XXH3_len_0to16_128b((const xxh_u8 *)key, len,
-                                                   XXH3_kSecret, b->seed);
-  return (bk_hash){x.low64, x.high64};
-}
-
-static inline __attribute__((always_inline)) bk_hash digest_xxh3_long(
-    const bk_bloom *b, const void *key, size_t len) {
-  XXH128_hash_t x = XXH3_128bits_withSeed(key, len, b->seed);
-  return (bk_hash){x.low64, x.high64};
-}
-
-static inline __attribute__((always_inline)) bk_hash digest_xxh64_short(
-    const bk_bloom *b, const void *key, size_t len) {
-  uint64_t lo = len == 8 ? XXH64(key, 8, b->seed) : XXH64(key, len, b->seed);
-  return (bk_hash){lo, mix64(lo)};
-}
-
-static inline __attribute__((always_inline)) bk_hash digest_xxh64_long(
-    const bk_bloom *b, const void *key, size_t len) {
-  uint64_t lo = XXH64(key, len, b->seed);
-  return (bk_hash){lo, mix64(lo)};
-}
 
 static bk_status contains_generic(const bk_bloom *b, const void *key,
                                   size_t len, bool *out) {
