@@ -906,12 +906,14 @@ static void test_add_if_absent_race(void **state) {
   uint64_t rng = test_seed(0xACE);
   for (size_t i = 0; i < n_keys; i++) keys[i] = bk_test_next(&rng);
 
-  for (int layout = 0; layout < 2; layout++) {
-    /* m = 2^26, k = 7, n = 2e5: fill 2 %, a fresh key is a false positive
-     * with probability ~2e-12, so every key is genuinely new and exactly
-     * one "new" per key is the only linearizable outcome. */
-    bk_bloom *b =
-        make_mk(1u << 26, 7, (bk_bloom_layout)layout, BK_HASH_XXH3, layout);
+  static const char *const names[3] = {"standard", "blocked", "split-block"};
+  for (int layout = 0; layout < 3; layout++) {
+    /* m = 2^26, k = 7 (split-block: 8), n = 2e5: fill 2 %, a fresh key is
+     * a false positive with probability ~2e-12 (split-block ~1e-9), so
+     * every key is genuinely new and exactly one "new" per key is the only
+     * linearizable outcome. */
+    bk_bloom *b = make_mk(1u << 26, layout == 2 ? 8 : 7,
+                          (bk_bloom_layout)layout, BK_HASH_XXH3, layout);
     race_shared sh = {.b = b,
                       .keys = keys,
                       .n_spin = 100000,
@@ -938,13 +940,12 @@ static void test_add_if_absent_race(void **state) {
     print_message(
         "race %s: %zu keys, thread 0 won %zu, both %zu, neither "
         "%zu (%.2fs)\n",
-        layout ? "blocked" : "standard", n_keys, wins0, both, neither,
-        now_seconds() - start);
+        names[layout], n_keys, wins0, both, neither, now_seconds() - start);
     if (both || neither)
       fail_msg(
           "add_if_absent not linearizable (%s): %zu keys reported new "
           "to both threads, %zu to neither",
-          layout ? "blocked" : "standard", both, neither);
+          names[layout], both, neither);
     for (size_t i = 0; i < n_keys; i++) assert_true(has_u64(b, keys[i]));
     bk_bloom_destroy(b);
   }
