@@ -425,6 +425,17 @@ unsigned char *bk_test_serialize(const bk_test_codec *c, const void *obj,
   return buf;
 }
 
+void bk_test_assert_same_state(const bk_test_codec *c, const void *a,
+                               const void *b) {
+  size_t la, lb;
+  unsigned char *ba = bk_test_serialize(c, a, &la);
+  unsigned char *bb = bk_test_serialize(c, b, &lb);
+  assert_int_equal(la, lb);
+  assert_memory_equal(ba, bb, la);
+  free(ba);
+  free(bb);
+}
+
 void bk_test_codec_arguments(const bk_test_codec *c, const void *obj) {
   size_t size = 0, written = 12345;
   assert_bk_status(c->serialized_size(NULL, &size), BK_EINVAL);

@@ -37,6 +37,7 @@
 #include <xxhash.h>
 
 #include "testutil.h"
+#include "codecs.h"
 
 #include "bloomkit/bits.h"
 #include "bloomkit/bloom.h"
@@ -141,13 +142,7 @@ static bool bit_of(const unsigned char *blob, uint64_t i) {
 }
 
 static void assert_same_blob(const bk_bloom *a, const bk_bloom *b) {
-  size_t la, lb;
-  unsigned char *ba = serialize_alloc(a, &la);
-  unsigned char *bb = serialize_alloc(b, &lb);
-  assert_int_equal(la, lb);
-  assert_memory_equal(ba, bb, la);
-  free(ba);
-  free(bb);
+  bk_test_assert_same_state(&bk_test_codec_bloom, a, b);
 }
 
 static uint64_t round512(uint64_t m) {

@@ -74,13 +74,7 @@ static unsigned char *serialize_alloc(const bk_bloom *b, size_t *len) {
 
 /* a and b hold the same bits (their serialized forms are equal). */
 static void assert_same_bits(const bk_bloom *a, const bk_bloom *b) {
-  size_t la, lb;
-  unsigned char *ba = serialize_alloc(a, &la);
-  unsigned char *bb = serialize_alloc(b, &lb);
-  assert_int_equal(la, lb);
-  assert_memory_equal(ba, bb, la);
-  free(ba);
-  free(bb);
+  bk_test_assert_same_state(&bk_test_codec_bloom, a, b);
 }
 
 static void key_of(uint64_t i, unsigned char key[8]) {

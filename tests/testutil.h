@@ -51,6 +51,10 @@ uint64_t bk_test_seed(uint64_t fallback);
 unsigned char *bk_test_serialize(const bk_test_codec *c, const void *obj,
                                  size_t *len);
 
+/* a and b serialize to the same bytes (the same state). */
+void bk_test_assert_same_state(const bk_test_codec *c, const void *a,
+                               const void *b);
+
 /* Serialize `obj` and run every hostile-input case against its blob: each
  * truncation length (plain, resealed, and with the payload length made to
  * agree), trailing bytes, every envelope/parameter/trailer bit flipped with
