@@ -261,36 +261,40 @@ BK_API bk_status bk_bloom_parquet_export(const bk_bloom *b, void *buf,
                                          size_t cap, size_t *written);
 
 /* ---- the inline path ------------------------------------------------------
- * bk_bloom_contains, and bk_bloom_add on a single_writer filter, are macros
- * over the inline functions below: on an 8-byte key of a split-block filter
+ * bk_bloom_contains, and bk_bloom_add on a single_writer split-block filter,
+ * are macros over the inline functions below: on an 8-byte key of a filter
  * hashed by XXH3 (the default) or XXH64 (Parquet's) they hash and probe in
  * the caller, with no call into the library, the same bits and answers as
- * the library's own path (tests compare them key by key); any other call
- * goes to the library. The library's functions stay exported under their
- * names ((bk_bloom_contains)(...) or a function pointer reaches them), and
+ * the library's own path (which probes with the same functions; tests
+ * compare them key by key); any other call goes to the library. The
+ * library's functions stay exported under their names
+ * ((bk_bloom_contains)(...) or a function pointer reaches them), and
  * defining BK_BLOOM_NO_INLINE before including this header turns the
- * macros off. On x86 the path is inline only in code built for AVX2
- * (__AVX2__: -mavx2, -march=native), where the eight masks take one vector
- * multiply: built without it, inline code would compute them with eight
- * scalar multiplies, slower than the library's own call, which uses AVX2
- * where the CPU has it (chosen at run time). Elsewhere (ARM, ...) the
- * scalar inline path, the library's portable one. BK_BLOOM_INLINE_SCALAR
- * forces the scalar inline path (the tests use it to cover it on x86).
- * Being function-like macros, the two names cannot be redeclared after
- * this header, and an argument with a bare comma (a compound literal
- * such as (uint64_t[]){1, 2}) needs parentheses; define
- * BK_BLOOM_NO_INLINE where that matters. C99 or later, or C++; GCC or
- * Clang; a little-endian target with 128-bit integers.
+ * macros off. Split-block filters are inline on x86 only in code built for
+ * AVX2 (__AVX2__: -mavx2, -march=native), where the eight masks take one
+ * vector multiply: built without it, inline code would compute them with
+ * eight scalar multiplies, slower than the library's own call, which uses
+ * AVX2 where the CPU has it (chosen at run time); elsewhere (ARM, ...) the
+ * scalar form. BK_BLOOM_INLINE_SCALAR forces the scalar form (the tests use
+ * it to cover it on x86). Standard and blocked filters are inline in every
+ * build. Being function-like macros, the two names cannot be redeclared
+ * after this header, and an argument with a bare comma (a compound literal
+ * such as (uint64_t[]){1, 2}) needs parentheses; define BK_BLOOM_NO_INLINE
+ * where that matters. C99 or later, or C++; GCC or Clang; a little-endian
+ * target.
  *
  * ABI: bk__bloom_head is the first member of every bk_bloom, and code
  * compiled with this header reads it; changing it needs a soname bump
  * (docs/design.md, section 7). */
 typedef struct bk__bloom_head {
-  uint64_t *words;      /* the bits: block i is words[4 i .. 4 i + 3] */
-  uint64_t n_blocks;    /* 256-bit blocks (split-block) */
-  uint64_t hash_k;      /* the seed's part of the digest, see bk__digest8 */
-  uint32_t inline_hash; /* BK__INLINE_*: which inline digest, 0 for none */
-  uint32_t inline_add;  /* nonzero: single_writer, adds may run inline */
+  uint64_t *words;        /* the bits */
+  uint64_t n_blocks;      /* blocked (512-bit) and split-block (256-bit) */
+  uint64_t m_bits;        /* m */
+  uint64_t hash_k;        /* the seed's part of the digest, see bk__digest8 */
+  uint32_t k;             /* bits a key sets */
+  uint32_t inline_layout; /* bk_bloom_layout, for the inline path */
+  uint32_t inline_hash;   /* BK__INLINE_*: which inline digest, 0 for none */
+  uint32_t inline_add;    /* nonzero: split-block single_writer */
 } bk__bloom_head;
 
 /* ThreadSanitizer builds (GCC's macro, Clang's feature test): the 32-byte
@@ -308,40 +312,109 @@ typedef struct bk__bloom_head {
 #define BK__INLINE_XXH3 1u
 #define BK__INLINE_XXH64 2u
 
-#if !defined(BK_BLOOM_NO_INLINE) && !defined(BK__BUILDING_BLOOM) &&            \
-    (defined(__cplusplus) ||                                                   \
-     (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L)) &&            \
-    (defined(__GNUC__) || defined(__clang__)) && defined(__SIZEOF_INT128__) && \
-    defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ &&    \
-    (defined(__AVX2__) || defined(BK_BLOOM_INLINE_SCALAR) ||                   \
-     !(defined(__x86_64__) || defined(__i386__)))
-#define BK_BLOOM_INLINE 1
-#ifdef __AVX2__
-#include <immintrin.h>
+/* ---- probes shared by the library and the inline path ------------------- */
+#if (defined(__cplusplus) ||                                        \
+     (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L)) && \
+    (defined(__GNUC__) || defined(__clang__))
+#define BK__BLOOM_PROBES 1
+
+/* Standard layout: the k indices of enhanced double hashing over (h.lo,
+ * mix64(h.hi)), range-reduced into m. The first two probes are tested
+ * without a branch (at the design fill each is set with probability ~1/2,
+ * so a branch on the first would mispredict half the time), then the
+ * first clear bit ends it. */
+static inline bool bk__bloom_std_test(const uint64_t *words, uint64_t m,
+                                      unsigned k, bk_hash h) {
+  uint64_t a = h.lo, s = bk__mix64(h.hi);
+  uint64_t i0 = bk_reduce(a, m);
+  a += s;
+  s += 1;
+  uint64_t all =
+      __atomic_load_n(&words[i0 >> 6], __ATOMIC_RELAXED) >> (i0 & 63);
+  if (k > 1) {
+    uint64_t i1 = bk_reduce(a, m);
+    a += s;
+    s += 2;
+    all &= __atomic_load_n(&words[i1 >> 6], __ATOMIC_RELAXED) >> (i1 & 63);
+  }
+  if (!(all & 1)) return false;
+  for (unsigned i = 2; i < k; i++) {
+    uint64_t idx = bk_reduce(a, m);
+    if (!((__atomic_load_n(&words[idx >> 6], __ATOMIC_RELAXED) >> (idx & 63)) &
+          1))
+      return false;
+    a += s;
+    s += i + 1;
+  }
+  return true;
+}
+
+/* Blocked layout: the k positions (9 bits each) inside the key's 512-bit
+ * block, cut low bits first from groups of seven: x_0 = mix64(hi),
+ * x_{g+1} = mix64(x_g + golden). POS_BODY runs with `pos` for each. */
+#define BK__BLOCK_POSITIONS(hi, k, POS_BODY)             \
+  do {                                                   \
+    uint64_t grp_ = bk__mix64(hi);                       \
+    for (unsigned left_ = (k);;) {                       \
+      uint64_t cur_ = grp_;                              \
+      unsigned n_ = left_ < 7 ? left_ : 7;               \
+      for (unsigned j_ = 0; j_ < n_; j_++, cur_ >>= 9) { \
+        unsigned pos = (unsigned)cur_ & 511u;            \
+        POS_BODY;                                        \
+      }                                                  \
+      left_ -= n_;                                       \
+      if (!left_) break;                                 \
+      grp_ = bk__mix64(grp_ + 0x9E3779B97F4A7C15ull);    \
+    }                                                    \
+  } while (0)
+
+static inline bool bk__bloom_blk_test(const uint64_t *blk, unsigned k,
+                                      uint64_t hi) {
+  uint64_t all = 1;
+  BK__BLOCK_POSITIONS(hi, k, {
+    all &= __atomic_load_n(&blk[pos >> 6], __ATOMIC_RELAXED) >> (pos & 63);
+  });
+  return all & 1;
+}
 #endif
 
-__extension__ typedef unsigned __int128 bk__bloom_u128;
+#if defined(BK__BLOOM_PROBES) && !defined(BK_BLOOM_NO_INLINE) && \
+    !defined(BK__BUILDING_BLOOM) && defined(__BYTE_ORDER__) &&   \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define BK_BLOOM_INLINE 1
+#if defined(__AVX2__) || defined(BK_BLOOM_INLINE_SCALAR) || \
+    !(defined(__x86_64__) || defined(__i386__))
+#define BK__BLOOM_INLINE_SPLIT 1
+#endif
+#if defined(__AVX2__) && defined(BK__BLOOM_INLINE_SPLIT)
+#include <immintrin.h>
+#endif
 
 static inline uint64_t bk__rotl64(uint64_t x, unsigned r) {
   return (x << r) | (x >> (64u - r));
 }
 
-/* The 64-bit word of the library's digest of an 8-byte little-endian key x:
- * the low half of XXH3-128 (its 4-to-8-byte path at length 8), or XXH64.
- * hash_k is what the seed contributes, computed once at create (bloom.c's
- * select_paths): XXH3, 0xC4F023344DC994AC (the default secret's words at
- * bytes 16 and 24, exclusive-ored) + (seed ^ (bswap32(seed) << 32)); XXH64,
- * seed + PRIME64_5 + 8. The other constants are the specifications'. */
-static inline uint64_t bk__digest8(uint64_t x, uint64_t hash_k, uint32_t alg) {
+/* The library's digest of an 8-byte little-endian key x: XXH3-128 (its
+ * 4-to-8-byte path at length 8) or, for XXH64, lo = XXH64 and hi =
+ * mix64(lo). hash_k is what the seed contributes, computed once at create
+ * (bloom.c's select_paths): XXH3, 0xC4F023344DC994AC (the default secret's
+ * words at bytes 16 and 24, exclusive-ored) + (seed ^ (bswap32(seed) <<
+ * 32)); XXH64, seed + PRIME64_5 + 8. The other constants are the
+ * specifications'. (A probe that uses only lo lets the compiler drop hi.) */
+static inline bk_hash bk__digest8(uint64_t x, uint64_t hash_k, uint32_t alg) {
+  bk_hash d;
   if (alg == BK__INLINE_XXH3) {
-    bk__bloom_u128 m =
-        (bk__bloom_u128)(x ^ hash_k) * UINT64_C(0x9E3779B185EBCAA7);
+    bk__u128 m = (bk__u128)(x ^ hash_k) * UINT64_C(0x9E3779B185EBCAA7);
     uint64_t lo = (uint64_t)m, hi = (uint64_t)(m >> 64);
     hi += lo << 1;
     lo ^= hi >> 3;
     lo ^= lo >> 35;
     lo *= UINT64_C(0x9FB21C651E98DF25);
-    return lo ^ (lo >> 28);
+    d.lo = lo ^ (lo >> 28);
+    hi ^= hi >> 37;
+    hi *= UINT64_C(0x165667919E3779F9);
+    d.hi = hi ^ (hi >> 32);
+    return d;
   }
   uint64_t h = hash_k ^ (bk__rotl64(x * UINT64_C(0xC2B2AE3D27D4EB4F), 31) *
                          UINT64_C(0x9E3779B185EBCA87));
@@ -351,9 +424,12 @@ static inline uint64_t bk__digest8(uint64_t x, uint64_t hash_k, uint32_t alg) {
   h *= UINT64_C(0xC2B2AE3D27D4EB4F);
   h ^= h >> 29;
   h *= UINT64_C(0x165667B19E3779F9);
-  return h ^ (h >> 32);
+  d.lo = h ^ (h >> 32);
+  d.hi = bk__mix64(d.lo);
+  return d;
 }
 
+#ifdef BK__BLOOM_INLINE_SPLIT
 /* The block of digest d and its four 64-bit masks (Parquet's salts; word 2j
  * of the block in the low half of mask j, 2j + 1 in the high half). */
 static inline uint64_t *bk__split_block(const bk__bloom_head *h, uint64_t d) {
@@ -445,6 +521,8 @@ static inline void bk__split_set_sw(uint64_t *blk, uint32_t key) {
 }
 #endif
 
+#endif
+
 /* The argument checks are one branch (bitwise, not short-circuit), and
  * XXH3, the default, is tested first. */
 static inline bk_status bk__bloom_contains_inline(const bk_bloom *b,
@@ -457,17 +535,35 @@ static inline bk_status bk__bloom_contains_inline(const bk_bloom *b,
     if (__builtin_expect(kind != BK__INLINE_NONE, 1)) {
       uint64_t x;
       __builtin_memcpy(&x, key, 8);
-      uint64_t d = kind == BK__INLINE_XXH3
-                       ? bk__digest8(x, h->hash_k, BK__INLINE_XXH3)
-                       : bk__digest8(x, h->hash_k, BK__INLINE_XXH64);
-      *out = bk__split_test(bk__split_block(h, d), (uint32_t)d);
-      return BK_OK;
+      bk_hash d = kind == BK__INLINE_XXH3
+                      ? bk__digest8(x, h->hash_k, BK__INLINE_XXH3)
+                      : bk__digest8(x, h->hash_k, BK__INLINE_XXH64);
+      switch (h->inline_layout) {
+#ifdef BK__BLOOM_INLINE_SPLIT
+        case BK_BLOOM_SPLIT_BLOCK:
+          *out = bk__split_test(bk__split_block(h, d.lo), (uint32_t)d.lo);
+          return BK_OK;
+#endif
+        case BK_BLOOM_BLOCKED:
+          *out = bk__bloom_blk_test(h->words + bk_reduce(d.lo, h->n_blocks) * 8,
+                                    h->k, d.hi);
+          return BK_OK;
+        case BK_BLOOM_STANDARD:
+          *out = bk__bloom_std_test(h->words, h->m_bits, h->k, d);
+          return BK_OK;
+        default:
+          break;
+      }
     }
   }
   return (bk_bloom_contains)(b, key, len, out);
 }
 
-/* Adds run inline only on a single_writer filter (inline_add). */
+#define bk_bloom_contains(b, key, len, out) \
+  bk__bloom_contains_inline((b), (key), (len), (out))
+
+#ifdef BK__BLOOM_INLINE_SPLIT
+/* Adds run inline only on a single_writer split-block filter (inline_add). */
 static inline bk_status bk__bloom_add_inline(bk_bloom *b, const void *key,
                                              size_t len) {
   const bk__bloom_head *h = (const bk__bloom_head *)(const void *)b;
@@ -476,17 +572,16 @@ static inline bk_status bk__bloom_add_inline(bk_bloom *b, const void *key,
     uint64_t x;
     __builtin_memcpy(&x, key, 8);
     uint64_t d = h->inline_hash == BK__INLINE_XXH3
-                     ? bk__digest8(x, h->hash_k, BK__INLINE_XXH3)
-                     : bk__digest8(x, h->hash_k, BK__INLINE_XXH64);
+                     ? bk__digest8(x, h->hash_k, BK__INLINE_XXH3).lo
+                     : bk__digest8(x, h->hash_k, BK__INLINE_XXH64).lo;
     bk__split_set_sw(bk__split_block(h, d), (uint32_t)d);
     return BK_OK;
   }
   return (bk_bloom_add)(b, key, len);
 }
 
-#define bk_bloom_contains(b, key, len, out) \
-  bk__bloom_contains_inline((b), (key), (len), (out))
 #define bk_bloom_add(b, key, len) bk__bloom_add_inline((b), (key), (len))
+#endif
 #endif
 
 #ifdef __cplusplus

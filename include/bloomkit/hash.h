@@ -69,6 +69,15 @@ static inline uint64_t bk_reduce(uint64_t word, uint64_t range) {
 #error "bloomkit needs a compiler with 128-bit integers (gcc or clang)"
 #endif
 
+/* splitmix64's finaliser: a bijection of 64-bit words with full avalanche.
+ * Internal (bk__): the index derivations' step mixer, here for bloom.h's
+ * inline path. */
+static inline uint64_t bk__mix64(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
 /**
  * Derive `k` indices in [0, range) from one digest by enhanced double hashing:
  *   a = h.lo, b = mix64(h.hi);

@@ -47,6 +47,9 @@
 /* The library defines the functions the header's inline path wraps. */
 #define BK__BUILDING_BLOOM 1
 #include "bloomkit/bloom.h"
+#ifndef BK__BLOOM_PROBES
+#error "bloom.h's probes need C99 and GCC or Clang"
+#endif
 #include "bloomkit/params.h"
 /* xxHash's header-only mode (as in hash.c): the default hash is compiled
  * into the probe paths here, with no call through the PLT to bk__hash. */
@@ -77,8 +80,6 @@ struct bk_bloom {
   bk__bloom_head head;
   bloom_contains_fn contains_key;
   bloom_add_fn add_key;
-  uint64_t m_bits;
-  unsigned k;
   bk_hash_alg hash_alg; /* never BK_HASH_DEFAULT */
   uint64_t seed;
   bk__alloc alloc;
@@ -142,38 +143,12 @@ static inline uint64_t *block_of(const bk_bloom *b, bk_hash h) {
   return b->head.words + bk_reduce(h.lo, b->head.n_blocks) * 8;
 }
 
-/*
- * The blocked layout's k positions: groups of seven 9-bit slices, low bits
- * first, of x_0 = mix64(h.hi), x_{g+1} = mix64(x_g + golden). h.hi is mixed
- * for the reason given at bk__indices. Written as two loops
- * so the common k <= 7 case is a shift and a mask per bit.
- */
-#define BLOCK_POSITIONS(h, k, POS_BODY)                  \
-  do {                                                   \
-    uint64_t grp_ = mix64((h).hi);                       \
-    for (unsigned left_ = (k);;) {                       \
-      uint64_t cur_ = grp_;                              \
-      unsigned n_ = left_ < 7 ? left_ : 7;               \
-      for (unsigned j_ = 0; j_ < n_; j_++, cur_ >>= 9) { \
-        unsigned pos = (unsigned)cur_ & 511u;            \
-        POS_BODY;                                        \
-      }                                                  \
-      left_ -= n_;                                       \
-      if (!left_) break;                                 \
-      grp_ = mix64(grp_ + 0x9E3779B97F4A7C15ull);        \
-    }                                                    \
-  } while (0)
-
-static inline bool blocked_test(const uint64_t *blk, bk_hash h, unsigned k) {
-  uint64_t all = 1;
-  BLOCK_POSITIONS(h, k, {
-    all &= __atomic_load_n(&blk[pos >> 6], __ATOMIC_RELAXED) >> (pos & 63);
-  });
-  return all & 1;
-}
+/* The blocked layout's k positions: BK__BLOCK_POSITIONS of bloom.h (also
+ * the inline path's), from the digest's high half. */
+#define BLOCK_POSITIONS(h, k, POS_BODY) BK__BLOCK_POSITIONS((h).hi, k, POS_BODY)
 
 static inline bool blocked_contains(const bk_bloom *b, bk_hash h) {
-  return blocked_test(block_of(b, h), h, b->k);
+  return bk__bloom_blk_test(block_of(b, h), b->head.k, h.hi);
 }
 
 /* The concurrent adds below share one shape: load every word the key
@@ -187,7 +162,8 @@ static inline bool blocked_contains(const bk_bloom *b, bk_hash h) {
 static inline bool blocked_add(bk_bloom *b, bk_hash h) {
   uint64_t *blk = block_of(b, h);
   uint64_t mask[8] = {0};
-  BLOCK_POSITIONS(h, b->k, { mask[pos >> 6] |= (uint64_t)1 << (pos & 63); });
+  BLOCK_POSITIONS(h, b->head.k,
+                  { mask[pos >> 6] |= (uint64_t)1 << (pos & 63); });
   unsigned todo = 0;
   for (unsigned w = 0; w < 8; w++)
     todo |=
@@ -202,35 +178,9 @@ static inline bool blocked_add(bk_bloom *b, bk_hash h) {
   return changed;
 }
 
-/* Standard layout. Contains tests the first two probes without a branch
- * (at the design fill each is set with probability ~1/2, so a branch on the
- * first would mispredict half the time), then exits at the first clear bit. */
+/* Standard layout: bk__bloom_std_test of bloom.h (also the inline path's). */
 static inline bool standard_contains(const bk_bloom *b, bk_hash h) {
-  uint64_t a = h.lo, s = mix64(h.hi);
-  const uint64_t *words = b->head.words;
-  const uint64_t m = b->m_bits;
-  const unsigned k = b->k;
-  uint64_t i0 = bk_reduce(a, m);
-  a += s;
-  s += 1;
-  uint64_t all =
-      __atomic_load_n(&words[i0 >> 6], __ATOMIC_RELAXED) >> (i0 & 63);
-  if (k > 1) {
-    uint64_t i1 = bk_reduce(a, m);
-    a += s;
-    s += 2;
-    all &= __atomic_load_n(&words[i1 >> 6], __ATOMIC_RELAXED) >> (i1 & 63);
-  }
-  if (!(all & 1)) return false;
-  for (unsigned i = 2; i < k; i++) {
-    uint64_t idx = bk_reduce(a, m);
-    if (!((__atomic_load_n(&words[idx >> 6], __ATOMIC_RELAXED) >> (idx & 63)) &
-          1))
-      return false;
-    a += s;
-    s += i + 1;
-  }
-  return true;
+  return bk__bloom_std_test(b->head.words, b->head.m_bits, b->head.k, h);
 }
 
 /* Adds compute and prefetch every word first, so the k cache misses overlap
@@ -241,9 +191,9 @@ static inline bool standard_add(bk_bloom *b, bk_hash h) {
   uint64_t idx[BK_K_MAX];
   uint64_t a = h.lo, s = mix64(h.hi);
   uint64_t *words = b->head.words;
-  const unsigned k = b->k;
+  const unsigned k = b->head.k;
   for (unsigned i = 0; i < k; i++) {
-    idx[i] = bk_reduce(a, b->m_bits);
+    idx[i] = bk_reduce(a, b->head.m_bits);
     __builtin_prefetch(&words[idx[i] >> 6], 1);
     a += s;
     s += i + 1;
@@ -514,9 +464,9 @@ static inline bool standard_add_sw(bk_bloom *b, bk_hash h) {
   uint64_t idx[BK_K_MAX];
   uint64_t a = h.lo, s = mix64(h.hi);
   uint64_t *words = b->head.words;
-  const unsigned k = b->k;
+  const unsigned k = b->head.k;
   for (unsigned i = 0; i < k; i++) {
-    idx[i] = bk_reduce(a, b->m_bits);
+    idx[i] = bk_reduce(a, b->head.m_bits);
     __builtin_prefetch(&words[idx[i] >> 6], 1);
     a += s;
     s += i + 1;
@@ -530,7 +480,8 @@ static inline bool standard_add_sw(bk_bloom *b, bk_hash h) {
 static inline bool blocked_add_sw(bk_bloom *b, bk_hash h) {
   uint64_t *blk = block_of(b, h);
   uint64_t mask[8] = {0}, fresh = 0;
-  BLOCK_POSITIONS(h, b->k, { mask[pos >> 6] |= (uint64_t)1 << (pos & 63); });
+  BLOCK_POSITIONS(h, b->head.k,
+                  { mask[pos >> 6] |= (uint64_t)1 << (pos & 63); });
   for (unsigned w = 0; w < 8; w++) fresh |= sw_or(&blk[w], mask[w]);
   return fresh != 0;
 }
@@ -730,12 +681,14 @@ static void select_paths(bk_bloom *b) {
   }
   b->contains_key = p.contains;
   b->add_key = b->single_writer ? p.add_sw : p.add;
-  /* The header's inline path: split-block with an inlined digest. */
-  b->head.inline_hash = b->layout != BK_BLOOM_SPLIT_BLOCK ? BK__INLINE_NONE
-                        : x3                              ? BK__INLINE_XXH3
-                        : x64                             ? BK__INLINE_XXH64
-                                                          : BK__INLINE_NONE;
-  b->head.inline_add = b->head.inline_hash && b->single_writer;
+  /* The header's inline path: any layout with an inlined digest; adds on a
+   * single-writer split-block filter. */
+  b->head.inline_layout = (uint32_t)b->layout;
+  b->head.inline_hash = x3    ? BK__INLINE_XXH3
+                        : x64 ? BK__INLINE_XXH64
+                              : BK__INLINE_NONE;
+  b->head.inline_add = b->head.inline_hash && b->single_writer &&
+                       b->layout == BK_BLOOM_SPLIT_BLOCK;
   /* The seed's part of the inline digest (bk__digest8 in bloom.h). */
   b->head.hash_k =
       x3 ? UINT64_C(0xC4F023344DC994AC) +
@@ -828,12 +781,12 @@ static bk_status bloom_new(bk_bloom **out, const bk__alloc *al, uint64_t m,
     return s;
   }
   b->head.words = b->bits.words;
-  b->m_bits = m;
+  b->head.m_bits = m;
   b->head.n_blocks = layout == BK_BLOOM_SPLIT_BLOCK ? m / BK_SPLIT_BLOCK_BITS
                                                     : m / BK_BLOCK_BITS;
   b->simd = layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_avx2();
   b->cas16 = layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_cx16();
-  b->k = k;
+  b->head.k = k;
   b->layout = layout;
   b->hash_alg = alg == BK_HASH_DEFAULT ? BK_HASH_XXH3 : alg;
   b->seed = seed;
@@ -982,9 +935,9 @@ static inline __attribute__((always_inline)) void prefetch_key(
   }
   /* Standard: the first probes decide most absent keys. */
   uint64_t a = h.lo, s = mix64(h.hi);
-  unsigned n = b->k < 3 ? b->k : 3;
+  unsigned n = b->head.k < 3 ? b->head.k : 3;
   for (unsigned i = 0; i < n; i++) {
-    const uint64_t *w = &b->head.words[bk_reduce(a, b->m_bits) >> 6];
+    const uint64_t *w = &b->head.words[bk_reduce(a, b->head.m_bits) >> 6];
     if (write)
       __builtin_prefetch(w, 1);
     else
@@ -1088,7 +1041,7 @@ bk_status bk_bloom_add_many(bk_bloom *b, const void *const *keys,
 
 static bk_status check_compatible(const bk_bloom *a, const bk_bloom *c) {
   BK_RETURN_IF(!a || !c, BK_EINVAL);
-  BK_RETURN_IF(a->m_bits != c->m_bits || a->k != c->k ||
+  BK_RETURN_IF(a->head.m_bits != c->head.m_bits || a->head.k != c->head.k ||
                    a->layout != c->layout || a->hash_alg != c->hash_alg ||
                    a->seed != c->seed,
                BK_EMISMATCH);
@@ -1107,10 +1060,10 @@ bk_status bk_bloom_intersect(bk_bloom *dst, const bk_bloom *src) {
 
 bk_status bk_bloom_cardinality(const bk_bloom *b, double *out) {
   BK_RETURN_IF(!b || !out, BK_EINVAL);
-  double m = (double)b->m_bits;
+  double m = (double)b->head.m_bits;
   double set = (double)bk__popcount_words(b->head.words, b->bits.n_words);
   if (set >= m) set = m - 0.5;
-  *out = -(m / (double)b->k) * log1p(-set / m);
+  *out = -(m / (double)b->head.k) * log1p(-set / m);
   return BK_OK;
 }
 
@@ -1139,20 +1092,20 @@ bk_status bk_bloom_fill_fpp(const bk_bloom *b, double *out) {
     double total = 0.0;
     for (uint64_t blk = 0; blk < b->head.n_blocks; blk++) {
       uint64_t set = bk__popcount_words(b->head.words + blk * 8, 8);
-      total += pow((double)set / BK_BLOCK_BITS, (double)b->k);
+      total += pow((double)set / BK_BLOCK_BITS, (double)b->head.k);
     }
     *out = total / (double)b->head.n_blocks;
     return BK_OK;
   }
   double set = (double)bk__popcount_words(b->head.words, b->bits.n_words);
-  *out = pow(set / (double)b->m_bits, (double)b->k);
+  *out = pow(set / (double)b->head.m_bits, (double)b->head.k);
   return BK_OK;
 }
 
 bk_status bk_bloom_info_get(const bk_bloom *b, bk_bloom_info *out) {
   BK_RETURN_IF(!b || !out, BK_EINVAL);
-  out->m_bits = b->m_bits;
-  out->k = b->k;
+  out->m_bits = b->head.m_bits;
+  out->k = b->head.k;
   out->layout = b->layout;
   out->hash_alg = b->hash_alg;
   out->seed = b->seed;
@@ -1193,11 +1146,11 @@ bk_status bk_bloom_serialize(const bk_bloom *b, void *buf, size_t cap,
   unsigned char *p = buf;
   bk__format_write_prefix(p, BLOOM_VERSION, BK__TYPE_BLOOM, BLOOM_HEADER_LEN,
                           b->bits.n_words * 8);
-  bk__store_le64(p + 24, b->m_bits);
+  bk__store_le64(p + 24, b->head.m_bits);
   bk__store_le64(p + 32, b->capacity);
   p[40] = (unsigned char)b->layout;
   p[41] = (unsigned char)b->hash_alg;
-  p[42] = (unsigned char)b->k;
+  p[42] = (unsigned char)b->head.k;
   p[43] = 0;
   bk__store_le32(p + 44, 0);
   bk__store_le64(p + 48, b->seed);
@@ -1274,9 +1227,9 @@ bk_status bk_bloom_parquet_export(const bk_bloom *b, void *buf, size_t cap,
   BK_RETURN_IF(!b || !buf || !written, BK_EINVAL);
   BK_RETURN_IF(b->layout != BK_BLOOM_SPLIT_BLOCK ||
                    b->hash_alg != BK_HASH_XXH64 || b->seed != 0 ||
-                   !parquet_len_ok(b->m_bits / 8),
+                   !parquet_len_ok(b->head.m_bits / 8),
                BK_EMISMATCH);
-  size_t len = (size_t)(b->m_bits / 8);
+  size_t len = (size_t)(b->head.m_bits / 8);
   BK_RETURN_IF(cap < len, BK_EINVAL);
   bk__words_store(buf, b->head.words, b->bits.n_words);
   *written = len;

@@ -32,12 +32,7 @@ static inline bool bk__hash_alg_valid_any(bk_hash_alg alg, uint64_t seed) {
   return alg == BK_HASH_XXH64 || bk__hash_alg_valid(alg, seed);
 }
 
-/* splitmix64's finaliser: a bijection of 64-bit words with full avalanche. */
-static inline uint64_t bk__mix64(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+/* bk__mix64, splitmix64's finaliser, is in bloomkit/hash.h. */
 
 /*
  * Enhanced double hashing (Dillinger & Manolios 2004), range-reduced:
