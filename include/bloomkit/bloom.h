@@ -40,7 +40,7 @@
  * merge, intersect, clear, set_single_writer and deserialize need exclusive
  * access to their destination; the other queries are safe alongside adds
  * (they see each add or not). The inline path at the end of this header
- * (8-byte keys of split-block filters) keeps every statement above: its
+ * (8-byte keys) keeps every statement above: its
  * loads and stores are the library's.
  */
 #ifndef BLOOMKIT_BLOOM_H
