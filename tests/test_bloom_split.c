@@ -217,6 +217,30 @@ static void test_simd_matches_portable(void **state) {
   bk_bloom_destroy(port);
 }
 
+#ifdef BK_BLOOM_INLINE
+/* Keys seed + i: the first n were added. Each answered alike by the inline
+ * path and the library's function, every added one found; returns the
+ * false positives among the `probes` after them. */
+static unsigned inline_vs_library(const bk_bloom *f, uint64_t seed, unsigned n,
+                                  unsigned probes) {
+  unsigned found = 0, fp = 0;
+  for (unsigned i = 0; i < n + probes; i++) {
+    unsigned char key[8];
+    key_of(seed + i, key);
+    bool r1, r2;
+    assert_bk_ok(bk_bloom_contains(f, key, 8, &r1));
+    assert_bk_ok((bk_bloom_contains)(f, key, 8, &r2));
+    assert_int_equal(r1, r2);
+    if (i < n)
+      found += r1;
+    else
+      fp += r1;
+  }
+  assert_int_equal(found, n);
+  return fp;
+}
+#endif
+
 /* ---- the header's inline path ---------------------------------------------
  * bk_bloom_add and bk_bloom_contains are macros over bloom.h's inline
  * functions (BK_BLOOM_INLINE); the library's own functions are reached by
@@ -280,20 +304,7 @@ static void test_inline_matches_library(void **state) {
           assert_bk_ok((bk_bloom_add)(lib, key, 8));
         }
         assert_same_bits(in, lib);
-        unsigned found = 0, fp = 0;
-        for (unsigned i = 0; i < n + 100000; i++) {
-          unsigned char key[8];
-          key_of(seed + i, key);
-          bool r1, r2;
-          assert_bk_ok(bk_bloom_contains(in, key, 8, &r1));
-          assert_bk_ok((bk_bloom_contains)(in, key, 8, &r2));
-          assert_int_equal(r1, r2);
-          if (i < n)
-            found += r1;
-          else
-            fp += r1;
-        }
-        assert_int_equal(found, n);
+        unsigned fp = inline_vs_library(in, seed, n, 100000);
         assert_true(fp > 0 && fp < 100000 / 10);
 #ifdef BK_TEST_INLINE_AVX2
         /* The same adds and probes through the inline path built with
@@ -361,20 +372,7 @@ static void test_inline_matches_library(void **state) {
           key_of(seed + i, key);
           assert_bk_ok((bk_bloom_add)(f, key, 8));
         }
-        unsigned found = 0, fp = 0;
-        for (unsigned i = 0; i < n + 40000; i++) {
-          unsigned char key[8];
-          key_of(seed + i, key);
-          bool r1, r2;
-          assert_bk_ok(bk_bloom_contains(f, key, 8, &r1));
-          assert_bk_ok((bk_bloom_contains)(f, key, 8, &r2));
-          assert_int_equal(r1, r2);
-          if (i < n)
-            found += r1;
-          else
-            fp += r1;
-        }
-        assert_int_equal(found, n);
+        unsigned fp = inline_vs_library(f, seed, n, 40000);
         assert_true(fp < 40000 / 2); /* the probes reached clear bits */
         if (ks[ki] >= 7) assert_true(fp > 0 || layout == 0);
         bk_bloom_destroy(f);
