@@ -351,7 +351,7 @@ static void test_inline_matches_library(void **state) {
   /* Standard and blocked lookups inline: every k of one group of seven
    * positions and of several (blocked), both digests; the same answers as
    * the library, every added key found. */
-  const unsigned ks[] = {1, 2, 7, 8, 14, 20};
+  const unsigned ks[] = {1, 2, 7, 8, 14, 20, 64};
   for (int layout = 0; layout < 2; layout++) {
     for (int a = 0; a < 2; a++) {
       for (unsigned ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
@@ -374,7 +374,14 @@ static void test_inline_matches_library(void **state) {
         }
         unsigned fp = inline_vs_library(f, seed, n, 40000);
         assert_true(fp < 40000 / 2); /* the probes reached clear bits */
-        if (ks[ki] >= 7) assert_true(fp > 0 || layout == 0);
+        /* A loaded filter has its head set the same way. */
+        size_t len;
+        unsigned char *blob = serialize_alloc(f, &len);
+        bk_bloom *g = NULL;
+        assert_bk_ok(bk_bloom_deserialize(blob, len, NULL, &g));
+        assert_int_equal(inline_vs_library(g, seed, n, 40000), fp);
+        free(blob);
+        bk_bloom_destroy(g);
         bk_bloom_destroy(f);
       }
     }

@@ -351,21 +351,23 @@ static inline bool bk__bloom_std_test(const uint64_t *words, uint64_t m,
 
 /* Blocked layout: the k positions (9 bits each) inside the key's 512-bit
  * block, cut low bits first from groups of seven: x_0 = mix64(hi),
- * x_{g+1} = mix64(x_g + golden). POS_BODY runs with `pos` for each. */
-#define BK__BLOCK_POSITIONS(hi, k, POS_BODY)             \
-  do {                                                   \
-    uint64_t grp_ = bk__mix64(hi);                       \
-    for (unsigned left_ = (k);;) {                       \
-      uint64_t cur_ = grp_;                              \
-      unsigned n_ = left_ < 7 ? left_ : 7;               \
-      for (unsigned j_ = 0; j_ < n_; j_++, cur_ >>= 9) { \
-        unsigned pos = (unsigned)cur_ & 511u;            \
-        POS_BODY;                                        \
-      }                                                  \
-      left_ -= n_;                                       \
-      if (!left_) break;                                 \
-      grp_ = bk__mix64(grp_ + 0x9E3779B97F4A7C15ull);    \
-    }                                                    \
+ * x_{g+1} = mix64(x_g + golden). The statement after k runs with `pos`
+ * for each; hi and k are evaluated before the macro's own names (bk__*)
+ * exist. */
+#define BK__BLOCK_POSITIONS(hi, k, ...)                                 \
+  do {                                                                  \
+    uint64_t bk__grp = bk__mix64(hi);                                   \
+    for (unsigned bk__left = (k);;) {                                   \
+      uint64_t bk__cur = bk__grp;                                       \
+      unsigned bk__n = bk__left < 7 ? bk__left : 7;                     \
+      for (unsigned bk__j = 0; bk__j < bk__n; bk__j++, bk__cur >>= 9) { \
+        unsigned pos = (unsigned)bk__cur & 511u;                        \
+        __VA_ARGS__;                                                    \
+      }                                                                 \
+      bk__left -= bk__n;                                                \
+      if (!bk__left) break;                                             \
+      bk__grp = bk__mix64(bk__grp + 0x9E3779B97F4A7C15ull);             \
+    }                                                                   \
   } while (0)
 
 static inline bool bk__bloom_blk_test(const uint64_t *blk, unsigned k,
@@ -532,6 +534,11 @@ static inline bk_status bk__bloom_contains_inline(const bk_bloom *b,
   if (__builtin_expect((b != NULL) & (out != NULL) & (key != NULL) & (len == 8),
                        1)) {
     uint32_t kind = h->inline_hash;
+#ifndef BK__BLOOM_INLINE_SPLIT
+    /* Split-block is not inline in this build: straight to the library,
+     * without hashing the key twice. */
+    if (h->inline_layout == BK_BLOOM_SPLIT_BLOCK) kind = BK__INLINE_NONE;
+#endif
     if (__builtin_expect(kind != BK__INLINE_NONE, 1)) {
       uint64_t x;
       __builtin_memcpy(&x, key, 8);
