@@ -494,26 +494,9 @@ static inline bool split_add_sw(bk_bloom *b, bk_hash h) {
   return fresh != 0;
 }
 
-/* The split-block probes of the single-key paths, one per code path (the
- * probe_* functions above choose by b->simd per call). */
-static inline bool split_contains_portable(const bk_bloom *b, bk_hash h) {
-  return split_test_portable(split_block_of(b, h.lo), (uint32_t)h.lo);
-}
-
-static inline bool split_add_portable(bk_bloom *b, bk_hash h) {
-  uint64_t mask[SPLIT_WORDS64];
-  split_masks((uint32_t)h.lo, mask);
-  return split_set(b, split_block_of(b, h.lo), mask);
-}
-
-static inline bool split_add_sw_portable(bk_bloom *b, bk_hash h) {
-  uint64_t mask[SPLIT_WORDS64], fresh = 0;
-  split_masks((uint32_t)h.lo, mask);
-  uint64_t *blk = split_block_of(b, h.lo);
-  for (unsigned j = 0; j < SPLIT_WORDS64; j++) fresh |= sw_or(&blk[j], mask[j]);
-  return fresh != 0;
-}
-
+/* The AVX2 probes of the single-key paths (the portable bodies use
+ * split_contains, split_add and split_add_sw above, whose AVX2 branch a
+ * filter on the portable path never takes). */
 #ifdef BK_SPLIT_AVX2
 __attribute__((target("avx2"), always_inline)) static inline bool
 split_contains_avx2(const bk_bloom *b, bk_hash h) {
@@ -629,12 +612,12 @@ ADD_PATH(std_x3_sw, digest_xxh3, standard_add_sw, NO_ATTR)
 CONTAINS_PATH(blk_x3, digest_xxh3, blocked_contains, NO_ATTR)
 ADD_PATH(blk_x3, digest_xxh3, blocked_add, NO_ATTR)
 ADD_PATH(blk_x3_sw, digest_xxh3, blocked_add_sw, NO_ATTR)
-CONTAINS_PATH(split_x3, digest_xxh3, split_contains_portable, NO_ATTR)
-ADD_PATH(split_x3, digest_xxh3, split_add_portable, NO_ATTR)
-ADD_PATH(split_x3_sw, digest_xxh3, split_add_sw_portable, NO_ATTR)
-CONTAINS_PATH(split_x64, digest_xxh64, split_contains_portable, NO_ATTR)
-ADD_PATH(split_x64, digest_xxh64, split_add_portable, NO_ATTR)
-ADD_PATH(split_x64_sw, digest_xxh64, split_add_sw_portable, NO_ATTR)
+CONTAINS_PATH(split_x3, digest_xxh3, split_contains, NO_ATTR)
+ADD_PATH(split_x3, digest_xxh3, split_add, NO_ATTR)
+ADD_PATH(split_x3_sw, digest_xxh3, split_add_sw, NO_ATTR)
+CONTAINS_PATH(split_x64, digest_xxh64, split_contains, NO_ATTR)
+ADD_PATH(split_x64, digest_xxh64, split_add, NO_ATTR)
+ADD_PATH(split_x64_sw, digest_xxh64, split_add_sw, NO_ATTR)
 #ifdef BK_SPLIT_AVX2
 #define AVX2_ATTR __attribute__((target("avx2")))
 CONTAINS_PATH(split_x3_avx2, digest_xxh3, split_contains_avx2, AVX2_ATTR)
