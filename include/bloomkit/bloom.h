@@ -287,14 +287,14 @@ BK_API bk_status bk_bloom_parquet_export(const bk_bloom *b, void *buf,
  * compiled with this header reads it; changing it needs a soname bump
  * (docs/design.md, section 7). */
 typedef struct bk__bloom_head {
-  uint64_t *words;        /* the bits */
-  uint64_t n_blocks;      /* blocked (512-bit) and split-block (256-bit) */
-  uint64_t m_bits;        /* m */
-  uint64_t hash_k;        /* the seed's part of the digest, see bk__digest8 */
-  uint32_t k;             /* bits a key sets */
-  uint32_t inline_layout; /* bk_bloom_layout, for the inline path */
-  uint32_t inline_hash;   /* BK__INLINE_*: which inline digest, 0 for none */
-  uint32_t inline_add;    /* nonzero: split-block single_writer */
+  uint64_t *words;      /* the bits */
+  uint64_t n_blocks;    /* blocked (512-bit) and split-block (256-bit) */
+  uint64_t m_bits;      /* m */
+  uint64_t hash_k;      /* the seed's part of the digest, see bk__digest8 */
+  uint32_t k;           /* bits a key sets */
+  uint32_t inline_find; /* BK__INLINE_KIND of lookups, 0: the library's */
+  uint32_t inline_add;  /* BK__INLINE_KIND of adds (split-block single
+                           writer), 0: the library's */
 } bk__bloom_head;
 
 /* ThreadSanitizer builds (GCC's macro, Clang's feature test): the 32-byte
@@ -308,9 +308,13 @@ typedef struct bk__bloom_head {
 #endif
 #endif
 
+/* The inline digests, and a kind: one number for (layout, digest), so an
+ * inline call tests its filter's configuration with one load and one
+ * compare (0: no inline path). */
 #define BK__INLINE_NONE 0u
 #define BK__INLINE_XXH3 1u
 #define BK__INLINE_XXH64 2u
+#define BK__INLINE_KIND(layout, digest) (((uint32_t)(layout) << 2) | (digest))
 
 /* ---- probes shared by the library and the inline path ------------------- */
 #if (defined(__cplusplus) ||                                        \
@@ -431,6 +435,22 @@ static inline bk_hash bk__digest8(uint64_t x, uint64_t hash_k, uint32_t alg) {
   return d;
 }
 
+/* The low half alone (split-block uses no other): XXH3's without the
+ * high half's last steps. */
+static inline __attribute__((always_inline)) uint64_t bk__digest8_lo(
+    uint64_t x, uint64_t hash_k, uint32_t alg) {
+  if (alg == BK__INLINE_XXH3) {
+    bk__u128 m = (bk__u128)(x ^ hash_k) * UINT64_C(0x9E3779B185EBCAA7);
+    uint64_t lo = (uint64_t)m, hi = (uint64_t)(m >> 64);
+    hi += lo << 1;
+    lo ^= hi >> 3;
+    lo ^= lo >> 35;
+    lo *= UINT64_C(0x9FB21C651E98DF25);
+    return lo ^ (lo >> 28);
+  }
+  return bk__digest8(x, hash_k, alg).lo;
+}
+
 #ifdef BK__BLOOM_INLINE_SPLIT
 /* The block of digest d and its four 64-bit masks (Parquet's salts; word 2j
  * of the block in the low half of mask j, 2j + 1 in the high half). */
@@ -525,42 +545,59 @@ static inline void bk__split_set_sw(uint64_t *blk, uint32_t key) {
 
 #endif
 
-/* The argument checks are one branch (bitwise, not short-circuit), and
- * XXH3, the default, is tested first. */
+/* One probe of an 8-byte key x, for a constant layout and digest. */
+static inline __attribute__((always_inline)) bool bk__bloom_test8(
+    const bk__bloom_head *h, uint64_t x, uint32_t layout, uint32_t alg) {
+#ifdef BK__BLOOM_INLINE_SPLIT
+  if (layout == BK_BLOOM_SPLIT_BLOCK) {
+    uint64_t d = bk__digest8_lo(x, h->hash_k, alg);
+    return bk__split_test(bk__split_block(h, d), (uint32_t)d);
+  }
+#endif
+  bk_hash d = bk__digest8(x, h->hash_k, alg);
+  if (layout == BK_BLOOM_BLOCKED)
+    return bk__bloom_blk_test(h->words + bk_reduce(d.lo, h->n_blocks) * 8, h->k,
+                              d.hi);
+  return bk__bloom_std_test(h->words, h->m_bits, h->k, d);
+}
+
+#define BK__TEST8_CASE(layout, alg)                \
+  case BK__INLINE_KIND(layout, alg):               \
+    *out = bk__bloom_test8(h, x, (layout), (alg)); \
+    return BK_OK;
+
+/* The argument checks are one branch (bitwise, not short-circuit), then
+ * one compare on the kind: split-block with XXH3 first (the fastest
+ * layout, the default digest), the rest by a switch. A kind this build has
+ * no inline code for (split-block on x86 without AVX2) goes to the library
+ * without hashing. */
 static inline bk_status bk__bloom_contains_inline(const bk_bloom *b,
                                                   const void *key, size_t len,
                                                   bool *out) {
   const bk__bloom_head *h = (const bk__bloom_head *)(const void *)b;
   if (__builtin_expect((b != NULL) & (out != NULL) & (key != NULL) & (len == 8),
                        1)) {
-    uint32_t kind = h->inline_hash;
-#ifndef BK__BLOOM_INLINE_SPLIT
-    /* Split-block is not inline in this build: straight to the library,
-     * without hashing the key twice. */
-    if (h->inline_layout == BK_BLOOM_SPLIT_BLOCK) kind = BK__INLINE_NONE;
-#endif
-    if (__builtin_expect(kind != BK__INLINE_NONE, 1)) {
-      uint64_t x;
-      __builtin_memcpy(&x, key, 8);
-      bk_hash d = kind == BK__INLINE_XXH3
-                      ? bk__digest8(x, h->hash_k, BK__INLINE_XXH3)
-                      : bk__digest8(x, h->hash_k, BK__INLINE_XXH64);
-      switch (h->inline_layout) {
+    const uint32_t kind = h->inline_find;
+    uint64_t x;
+    __builtin_memcpy(&x, key, 8);
 #ifdef BK__BLOOM_INLINE_SPLIT
-        case BK_BLOOM_SPLIT_BLOCK:
-          *out = bk__split_test(bk__split_block(h, d.lo), (uint32_t)d.lo);
-          return BK_OK;
+    if (__builtin_expect(
+            kind == BK__INLINE_KIND(BK_BLOOM_SPLIT_BLOCK, BK__INLINE_XXH3),
+            1)) {
+      *out = bk__bloom_test8(h, x, BK_BLOOM_SPLIT_BLOCK, BK__INLINE_XXH3);
+      return BK_OK;
+    }
 #endif
-        case BK_BLOOM_BLOCKED:
-          *out = bk__bloom_blk_test(h->words + bk_reduce(d.lo, h->n_blocks) * 8,
-                                    h->k, d.hi);
-          return BK_OK;
-        case BK_BLOOM_STANDARD:
-          *out = bk__bloom_std_test(h->words, h->m_bits, h->k, d);
-          return BK_OK;
-        default:
-          break;
-      }
+    switch (kind) {
+#ifdef BK__BLOOM_INLINE_SPLIT
+      BK__TEST8_CASE(BK_BLOOM_SPLIT_BLOCK, BK__INLINE_XXH64)
+#endif
+      BK__TEST8_CASE(BK_BLOOM_BLOCKED, BK__INLINE_XXH3)
+      BK__TEST8_CASE(BK_BLOOM_BLOCKED, BK__INLINE_XXH64)
+      BK__TEST8_CASE(BK_BLOOM_STANDARD, BK__INLINE_XXH3)
+      BK__TEST8_CASE(BK_BLOOM_STANDARD, BK__INLINE_XXH64)
+      default:
+        break;
     }
   }
   return (bk_bloom_contains)(b, key, len, out);
@@ -575,12 +612,13 @@ static inline bk_status bk__bloom_add_inline(bk_bloom *b, const void *key,
                                              size_t len) {
   const bk__bloom_head *h = (const bk__bloom_head *)(const void *)b;
   if (__builtin_expect((b != NULL) & (key != NULL) & (len == 8), 1) &&
-      __builtin_expect(h->inline_add != 0, 1)) {
+      __builtin_expect(h->inline_add != BK__INLINE_NONE, 1)) {
     uint64_t x;
     __builtin_memcpy(&x, key, 8);
-    uint64_t d = h->inline_hash == BK__INLINE_XXH3
-                     ? bk__digest8(x, h->hash_k, BK__INLINE_XXH3).lo
-                     : bk__digest8(x, h->hash_k, BK__INLINE_XXH64).lo;
+    uint64_t d =
+        h->inline_add == BK__INLINE_KIND(BK_BLOOM_SPLIT_BLOCK, BK__INLINE_XXH3)
+            ? bk__digest8_lo(x, h->hash_k, BK__INLINE_XXH3)
+            : bk__digest8_lo(x, h->hash_k, BK__INLINE_XXH64);
     bk__split_set_sw(bk__split_block(h, d), (uint32_t)d);
     return BK_OK;
   }

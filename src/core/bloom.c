@@ -666,12 +666,14 @@ static void select_paths(bk_bloom *b) {
   b->add_key = b->single_writer ? p.add_sw : p.add;
   /* The header's inline path: any layout with an inlined digest; adds on a
    * single-writer split-block filter. */
-  b->head.inline_layout = (uint32_t)b->layout;
-  b->head.inline_hash = x3    ? BK__INLINE_XXH3
-                        : x64 ? BK__INLINE_XXH64
-                              : BK__INLINE_NONE;
-  b->head.inline_add = b->head.inline_hash && b->single_writer &&
-                       b->layout == BK_BLOOM_SPLIT_BLOCK;
+  const uint32_t digest = x3    ? BK__INLINE_XXH3
+                          : x64 ? BK__INLINE_XXH64
+                                : BK__INLINE_NONE;
+  b->head.inline_find =
+      digest ? BK__INLINE_KIND(b->layout, digest) : BK__INLINE_NONE;
+  b->head.inline_add = b->single_writer && b->layout == BK_BLOOM_SPLIT_BLOCK
+                           ? b->head.inline_find
+                           : BK__INLINE_NONE;
   /* The seed's part of the inline digest (bk__digest8 in bloom.h). */
   b->head.hash_k =
       x3 ? UINT64_C(0xC4F023344DC994AC) +
