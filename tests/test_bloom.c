@@ -901,14 +901,17 @@ static void test_add_if_absent_race(void **state) {
   uint64_t rng = test_seed(0xACE);
   for (size_t i = 0; i < n_keys; i++) keys[i] = bk_test_next(&rng);
 
-  static const char *const names[3] = {"standard", "blocked", "split-block"};
-  for (int layout = 0; layout < 3; layout++) {
+  static const char *const names[4] = {"standard", "blocked", "split-block",
+                                       "split-block portable"};
+  for (int run = 0; run < 4; run++) {
+    int layout = run < 3 ? run : BK_BLOOM_SPLIT_BLOCK;
     /* m = 2^26, k = 7 (split-block: 8), n = 2e5: fill 2 %, a fresh key is
      * a false positive with probability ~2e-12 (split-block ~1e-9), so
      * every key is genuinely new and exactly one "new" per key is the only
      * linearizable outcome. */
     bk_bloom *b = make_mk(1u << 26, layout == 2 ? 8 : 7,
                           (bk_bloom_layout)layout, BK_HASH_XXH3, layout);
+    (void)bk__bloom_use_simd(b, run != 3);
     race_shared sh = {.b = b,
                       .keys = keys,
                       .n_spin = 100000,
@@ -935,12 +938,12 @@ static void test_add_if_absent_race(void **state) {
     print_message(
         "race %s: %zu keys, thread 0 won %zu, both %zu, neither "
         "%zu (%.2fs)\n",
-        names[layout], n_keys, wins0, both, neither, now_seconds() - start);
+        names[run], n_keys, wins0, both, neither, now_seconds() - start);
     if (both || neither)
       fail_msg(
           "add_if_absent not linearizable (%s): %zu keys reported new "
           "to both threads, %zu to neither",
-          names[layout], both, neither);
+          names[run], both, neither);
     for (size_t i = 0; i < n_keys; i++) assert_true(has_u64(b, keys[i]));
     bk_bloom_destroy(b);
   }
@@ -1099,12 +1102,17 @@ static void test_concurrent_writers(void **state) {
   assert_non_null(keys);
   uint64_t rng = 1001;
   for (size_t i = 0; i < 2 * n; i++) keys[i] = bk_test_next(&rng);
-  for (int layout = 0; layout < 3; layout++) {
-    /* Small (2^16 bits = 128 cache lines): the writers collide on words.
-     * Split-block (layout 2) has k = 8. */
+  /* Runs 0-2: the three layouts; run 3: split-block on the portable path
+   * (its block locks and 64-bit word stores instead of vector ones). */
+  for (int run = 0; run < 4; run++) {
+    int layout = run < 3 ? run : BK_BLOOM_SPLIT_BLOCK;
+    /* Small (2^16 bits = 128 cache lines): the writers collide on words
+     * (split-block: 256 blocks behind 16 block locks). Split-block has
+     * k = 8. */
     unsigned k = layout == BK_BLOOM_SPLIT_BLOCK ? 8 : 3;
     bk_bloom *b =
         make_mk(1u << 16, k, (bk_bloom_layout)layout, BK_HASH_XXH3, 0);
+    (void)bk__bloom_use_simd(b, run != 3);
     pthread_barrier_t barrier;
     pthread_barrier_init(&barrier, NULL, 2);
     writer_ctx c0 = {b, keys, n, 0, &barrier};
@@ -1122,6 +1130,81 @@ static void test_concurrent_writers(void **state) {
     for (size_t i = 0; i < 2 * n; i++) add_u64(ref, keys[i]);
     assert_same_blob(b, ref);
     bk_bloom_destroy(ref);
+    bk_bloom_destroy(b);
+  }
+  free(keys);
+}
+
+/* Lost updates, made visible: on a filter far from full, two writers add
+ * a few keys each into the same handful of blocks in rounds that start
+ * together (spin_meet of the add_if_absent race; sh.n_spin rounds of
+ * sh.batch keys per writer), and after each round writer 0 checks every key
+ * of both and clears the filter. A lost word update is a false negative
+ * (test_concurrent_writers' saturated filter would hide it). */
+typedef struct lost_ctx {
+  race_shared *sh;
+  int id;
+  size_t missing; /* writer 0 */
+  unsigned errors;
+} lost_ctx;
+
+static void *lost_writer(void *arg) {
+  lost_ctx *c = arg;
+  race_shared *sh = c->sh;
+  uint64_t rng = 0x1057 + (uint64_t)c->id;
+  for (size_t r = 0; r < sh->n_spin; r++) {
+    spin_meet(sh, 4 * (uint64_t)r + 2, &rng); /* the filter is clear */
+    const uint64_t *mine = sh->keys + (2 * r + (size_t)c->id) * sh->batch;
+    for (size_t i = 0; i < sh->batch; i++) {
+      unsigned char kb[8];
+      bk__store_le64(kb, mine[i]);
+      if (bk_bloom_add(sh->b, kb, 8) != BK_OK) c->errors++;
+    }
+    spin_meet(sh, 4 * (uint64_t)r + 4, &rng); /* both done */
+    if (c->id == 0) {
+      for (size_t i = 0; i < 2 * sh->batch; i++)
+        c->missing += !has_u64(sh->b, sh->keys[2 * r * sh->batch + i]);
+      if (bk_bloom_clear(sh->b) != BK_OK) c->errors++;
+    }
+  }
+  return NULL;
+}
+
+static void test_concurrent_writers_lose_nothing(void **state) {
+  (void)state;
+  const size_t rounds = 20000, per_round = 12;
+  uint64_t *keys = malloc(2 * rounds * per_round * sizeof *keys);
+  assert_non_null(keys);
+  uint64_t rng = test_seed(0x1057);
+  for (size_t i = 0; i < 2 * rounds * per_round; i++)
+    keys[i] = bk_test_next(&rng);
+  static const char *const names[4] = {"standard", "blocked", "split-block",
+                                       "split-block portable"};
+  for (int run = 0; run < 4; run++) {
+    int layout = run < 3 ? run : BK_BLOOM_SPLIT_BLOCK;
+    /* 2^10 bits: 4 split-block blocks, 2 blocked blocks; 24 keys a round
+     * set at most 192 (split-block) or 96 of the 1024 bits. */
+    unsigned k = layout == BK_BLOOM_SPLIT_BLOCK ? 8 : 4;
+    bk_bloom *b =
+        make_mk(1u << 10, k, (bk_bloom_layout)layout, BK_HASH_XXH3, 0);
+    (void)bk__bloom_use_simd(b, run != 3);
+    race_shared sh = {.b = b,
+                      .keys = keys,
+                      .n_spin = rounds,
+                      .batch = per_round,
+                      .jitter = 16};
+    atomic_init(&sh.arrivals, 0);
+    lost_ctx c0 = {&sh, 0, 0, 0}, c1 = {&sh, 1, 0, 0};
+    pthread_t t0, t1;
+    assert_int_equal(pthread_create(&t0, NULL, lost_writer, &c0), 0);
+    assert_int_equal(pthread_create(&t1, NULL, lost_writer, &c1), 0);
+    pthread_join(t0, NULL);
+    pthread_join(t1, NULL);
+    assert_int_equal(c0.errors + c1.errors, 0);
+    print_message("lost updates %s: %zu keys missing of %zu\n", names[run],
+                  c0.missing, 2 * rounds * per_round);
+    if (c0.missing)
+      fail_msg("%s: %zu keys lost by concurrent adds", names[run], c0.missing);
     bk_bloom_destroy(b);
   }
   free(keys);
@@ -2279,6 +2362,7 @@ int main(void) {
       cmocka_unit_test(test_add_if_absent_race),
       cmocka_unit_test(test_concurrent_add_contains),
       cmocka_unit_test(test_concurrent_writers),
+      cmocka_unit_test(test_concurrent_writers_lose_nothing),
       cmocka_unit_test(test_merge_intersect),
       cmocka_unit_test(test_merge_mismatch),
       cmocka_unit_test(test_merge_default_hash_is_xxh3),

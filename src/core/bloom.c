@@ -86,10 +86,13 @@ struct bk_bloom {
   bk_bits bits; /* m_bits = bits.n_bits */
   bk_bloom_layout layout;
   bool simd;          /* split-block: the AVX2 path (the CPU has it) */
-  bool cas16;         /* split-block: concurrent adds by 16-byte CAS */
   bool single_writer; /* adds from one thread at a time: plain RMW */
   uint64_t capacity;
-  bk__region locks; /* key locks (sync.h) */
+  /* Standard and blocked: the key locks of add_if_absent (sync.h).
+   * Split-block: the block locks of concurrent adds, block_lock_mask + 1
+   * u32 spin locks (see "concurrent split-block adds"). */
+  bk__region locks;
+  uint64_t block_lock_mask;
 };
 
 /* The inlined digests; the same as bk__hash for their algorithm (test_bloom's
@@ -250,85 +253,58 @@ static inline bool split_test_portable(const uint64_t *blk, uint32_t key) {
   return missing == 0;
 }
 
-/* Sets the masks into the block (the shape of blocked_add); returns true
- * when a bit was clear. */
-/* Sets the masks into the block with up to four 64-bit atomic ORs (the
- * shape of blocked_add); returns true when a bit was clear. */
-static inline bool split_set_or(uint64_t *blk,
-                                const uint64_t mask[SPLIT_WORDS64]) {
-  unsigned todo = 0;
-  for (unsigned j = 0; j < SPLIT_WORDS64; j++)
-    todo |=
-        (unsigned)((mask[j] & ~__atomic_load_n(&blk[j], __ATOMIC_RELAXED)) != 0)
-        << j;
-  bool changed = todo != 0;
-  while (todo) {
-    unsigned j = (unsigned)__builtin_ctz(todo);
-    __atomic_fetch_or(&blk[j], mask[j], __ATOMIC_RELAXED);
-    todo &= todo - 1;
-  }
-  return changed;
+/* A relaxed load and a relaxed store of (old | mask): plain movs, no
+ * locked instruction, for a writer no other writer races (single_writer,
+ * or under the block's lock); a reader sees the word before or after. */
+static inline uint64_t sw_or(uint64_t *w, uint64_t mask) {
+  uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
+  __atomic_store_n(w, cur | mask, __ATOMIC_RELAXED);
+  return mask & ~cur; /* the bits that were clear */
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(BK__BLOOM_TSAN)
-/* x86-64 with CMPXCHG16B (checked by cpuid at create: b->cas16): the
- * block's two 16-byte halves are each set with one lock cmpxchg16b, so an
- * add costs at most two locked instructions instead of four. All
- * concurrent adders of a filter take the same path (the flag is fixed at
- * create), and readers load 64-bit words, which a 16-byte exchange changes
- * together. (TSan cannot see inline assembly: its builds keep the ORs.) */
-#define SPLIT_CAS16 1
-#include <cpuid.h>
-
-static bool cpu_has_cx16(void) {
-  unsigned a, b, c, d;
-  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_CMPXCHG16B) != 0;
+/* ---- concurrent split-block adds -----------------------------------------
+ * A concurrent add to a split-block filter takes the spin lock of its block
+ * (one of the filter's block locks, b->locks, picked by the block's index),
+ * ORs its masks into the block with plain loads and stores (a vector load
+ * and store on the AVX2 path) and releases: one locked instruction an add
+ * where atomics on the block took two 16-byte exchanges or four 64-bit ORs,
+ * each a full barrier on x86 that also kept the next add's cache miss from
+ * overlapping this one's (measured in docs/results.md). Every concurrent
+ * writer of a split-block block holds its lock, so no update is lost;
+ * readers take no lock and see each aligned 64-bit word before or after a
+ * store (bits only get set while they run). An add whose bits are all in
+ * the block already returns before the lock and stores nothing, so a
+ * repeated key dirties no line that readers share. The "some bit was
+ * clear" an add returns is decided under the lock: add_if_absent needs no
+ * key lock on this layout (one key, one block, one lock). */
+static inline uint32_t *split_lock_of(const bk_bloom *b, const uint64_t *blk) {
+  uint64_t block = (uint64_t)(blk - b->head.words) / SPLIT_WORDS64;
+  return (uint32_t *)b->locks.data + (block & b->block_lock_mask);
 }
 
-static inline bool cas16(uint64_t *p, uint64_t *expect_lo, uint64_t *expect_hi,
-                         uint64_t new_lo, uint64_t new_hi) {
-  bool ok;
-  __asm__ __volatile__("lock cmpxchg16b %1"
-                       : "=@ccz"(ok), "+m"(*(bk__u128 *)(void *)p),
-                         "+a"(*expect_lo), "+d"(*expect_hi)
-                       : "b"(new_lo), "c"(new_hi)
-                       : "memory");
-  return ok;
+/* The number of block locks of a filter of n_blocks blocks: a power of two,
+ * one per 16 blocks, at least 16 (one cache line) and at most 16384
+ * (64 KiB): enough lines that threads adding at random rarely share one. */
+static uint64_t split_lock_count(uint64_t n_blocks) {
+  uint64_t n = 16;
+  while (n < n_blocks / 16 && n < 16384) n <<= 1;
+  return n;
 }
 
-/* Returns whether a bit was clear. A failed exchange reloads the half, so
- * the loop retries only while another adder changes it in between. */
-static inline bool split_set_cas(uint64_t *blk,
-                                 const uint64_t mask[SPLIT_WORDS64]) {
-  bool changed = false;
-  for (unsigned half = 0; half < 2; half++) {
-    uint64_t *p = blk + 2 * half;
-    const uint64_t m0 = mask[2 * half], m1 = mask[2 * half + 1];
-    uint64_t lo = __atomic_load_n(&p[0], __ATOMIC_RELAXED);
-    uint64_t hi = __atomic_load_n(&p[1], __ATOMIC_RELAXED);
-    while ((m0 & ~lo) | (m1 & ~hi)) {
-      changed = true;
-      if (cas16(p, &lo, &hi, lo | m0, hi | m1)) break;
-    }
-  }
-  return changed;
-}
-#else
-static bool cpu_has_cx16(void) {
-  return false;
-}
-#endif
-
-/* The concurrent split-block add: the 16-byte exchanges where the CPU has
- * them, else the 64-bit ORs. */
+/* Portable: the masks into the block under its lock; returns true when a
+ * bit was clear. */
 static inline bool split_set(const bk_bloom *b, uint64_t *blk,
                              const uint64_t mask[SPLIT_WORDS64]) {
-#ifdef SPLIT_CAS16
-  if (b->cas16) return split_set_cas(blk, mask);
-#endif
-  (void)b;
-  return split_set_or(blk, mask);
+  uint64_t missing = 0;
+  for (unsigned j = 0; j < SPLIT_WORDS64; j++)
+    missing |= mask[j] & ~__atomic_load_n(&blk[j], __ATOMIC_RELAXED);
+  if (!missing) return false;
+  uint32_t *lock = split_lock_of(b, blk);
+  bk__spin_lock(lock);
+  uint64_t fresh = 0;
+  for (unsigned j = 0; j < SPLIT_WORDS64; j++) fresh |= sw_or(&blk[j], mask[j]);
+  bk__spin_unlock(lock);
+  return fresh != 0;
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -454,11 +430,6 @@ static inline bool split_add(bk_bloom *b, bk_hash h) {
  * word before or after. The writer never loses its own bits (it is the only
  * one storing), and stores every touched word unconditionally: no branch on
  * the data, and an unchanged word costs a store to a line already owned. */
-static inline uint64_t sw_or(uint64_t *w, uint64_t mask) {
-  uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
-  __atomic_store_n(w, cur | mask, __ATOMIC_RELAXED);
-  return mask & ~cur; /* the bits that were clear */
-}
 
 static inline bool standard_add_sw(bk_bloom *b, bk_hash h) {
   uint64_t idx[BK_K_MAX];
@@ -503,11 +474,18 @@ split_contains_avx2(const bk_bloom *b, bk_hash h) {
   return split_test_avx2_inline(split_block_of(b, h.lo), (uint32_t)h.lo);
 }
 
+/* split_set with the vector masks and the block in one load and store. */
 __attribute__((target("avx2"), always_inline)) static inline bool
 split_add_avx2(bk_bloom *b, bk_hash h) {
-  uint64_t mask[SPLIT_WORDS64];
-  split_masks_avx2_inline((uint32_t)h.lo, mask);
-  return split_set(b, split_block_of(b, h.lo), mask);
+  uint64_t *blk = split_block_of(b, h.lo);
+  __m256i mask = split_mask_avx2((uint32_t)h.lo);
+  if (_mm256_testc_si256(block_load_avx2(blk), mask)) return false;
+  uint32_t *lock = split_lock_of(b, blk);
+  bk__spin_lock(lock);
+  __m256i v = block_load_avx2(blk);
+  block_store_avx2(blk, _mm256_or_si256(v, mask));
+  bk__spin_unlock(lock);
+  return !_mm256_testc_si256(v, mask); /* a bit was clear */
 }
 
 __attribute__((target("avx2"), always_inline)) static inline bool
@@ -759,7 +737,12 @@ static bk_status bloom_new(bk_bloom **out, const bk__alloc *al, uint64_t m,
     bk__free(al, b);
     return s;
   }
-  s = bk__region_alloc(al, BK__KEY_LOCKS_BYTES, &b->locks);
+  uint64_t n_locks = 0;
+  if (layout == BK_BLOOM_SPLIT_BLOCK)
+    n_locks = split_lock_count(m / BK_SPLIT_BLOCK_BITS);
+  s = bk__region_alloc(
+      al, n_locks ? n_locks * sizeof(uint32_t) : BK__KEY_LOCKS_BYTES,
+      &b->locks);
   if (s != BK_OK) {
     bk__bits_release(&b->bits);
     bk__free(al, b);
@@ -769,8 +752,8 @@ static bk_status bloom_new(bk_bloom **out, const bk__alloc *al, uint64_t m,
   b->head.m_bits = m;
   b->head.n_blocks = layout == BK_BLOOM_SPLIT_BLOCK ? m / BK_SPLIT_BLOCK_BITS
                                                     : m / BK_BLOCK_BITS;
+  b->block_lock_mask = n_locks ? n_locks - 1 : 0;
   b->simd = layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_avx2();
-  b->cas16 = layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_cx16();
   b->head.k = k;
   b->layout = layout;
   b->hash_alg = alg == BK_HASH_DEFAULT ? BK_HASH_XXH3 : alg;
@@ -816,12 +799,10 @@ void bk_bloom_destroy(bk_bloom *b) {
 }
 
 /* Tests only (declared in internal.h): run a split-block filter on the AVX2
- * path and 16-byte exchanges (on = true, where the CPU has them) or the
- * portable probe and 64-bit ORs. Returns whether the AVX2 path is now in
- * use. */
+ * path (on = true, where the CPU has it) or the portable one. Returns
+ * whether the AVX2 path is now in use. */
 bool bk__bloom_use_simd(bk_bloom *b, bool on) {
   b->simd = on && b->layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_avx2();
-  b->cas16 = on && b->layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_cx16();
   select_paths(b);
   return b->simd;
 }
@@ -870,8 +851,10 @@ bk_status bk_bloom_contains_hash(const bk_bloom *b, bk_hash h, bool *out) {
 
 bk_status bk_bloom_add_if_absent_hash(bk_bloom *b, bk_hash h, bool *added) {
   BK_RETURN_IF(!b || !added, BK_EINVAL);
-  if (b->single_writer) {
-    /* The only adding thread: "some bit was clear" is exact without a lock. */
+  if (b->single_writer || b->layout == BK_BLOOM_SPLIT_BLOCK) {
+    /* The only adding thread, or split-block, whose concurrent adds decide
+     * "some bit was clear" under the block's lock: exact without a key
+     * lock. */
     *added = probe_add(b, h);
     return BK_OK;
   }
