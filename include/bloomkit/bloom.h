@@ -24,11 +24,12 @@
  * Thread safety, the same in every layout: bk_bloom_add,
  * bk_bloom_add_if_absent, bk_bloom_add_many and bk_bloom_contains (and their
  * _hash and batch forms) may run concurrently from any number of threads on
- * one filter. Each word an add changes is set with one atomic OR (skipped
- * when the word already holds the add's bits: standard, one word per bit;
- * blocked, at most 8 words of one 64-byte line; split-block, each 16-byte
- * half of its 32-byte block with one compare-and-swap on x86-64, at most 4
- * 64-bit ORs elsewhere); add_if_absent is linearizable: of
+ * one filter. Standard and blocked: each word an add changes is set with one
+ * atomic OR (skipped when the word already holds the add's bits: standard,
+ * one word per bit; blocked, at most 8 words of one 64-byte line).
+ * Split-block: an add that lacks bits in its 32-byte block takes that
+ * block's spin lock (one of a table in the filter) and stores the block;
+ * readers take no lock. add_if_absent is linearizable: of
  * several threads adding the same new key at once, exactly one is told it
  * was new. With `single_writer` set, at most one thread at a time may add
  * (add, add_hash, add_many, add_if_absent), while any number of threads
@@ -479,8 +480,8 @@ static inline __m256i bk__split_mask_v(uint32_t key) {
 }
 
 /* The block in one 32-byte load, and a single writer's store of it. In
- * assembly: other threads store the block's words meanwhile (64-bit stores,
- * 16-byte exchanges), and a C access racing with them would be undefined;
+ * assembly: other threads store the block's words meanwhile (the library's
+ * adds), and a C access racing with them would be undefined;
  * the instruction reads and writes each aligned 64-bit word whole, and a
  * block's bits are only ever set while readers run, so any mix of its
  * words' old and new values is a state some order of the adds passes

@@ -36,10 +36,13 @@
  * and a relaxed store, no locked instruction and no key lock (see the
  * single-writer section below).
  *
- * add_if_absent serialises callers on one of 64 cache-line-padded spin locks
- * picked by the key's digest: two threads adding the same key take the same
- * lock, so exactly one of them sees the key absent. Plain adds need no lock:
- * a bit, once set, stays set, and each bit is set with an atomic OR.
+ * Concurrent adds: standard and blocked need no lock (a bit, once set,
+ * stays set, and each word is set with an atomic OR); add_if_absent
+ * serialises callers on one of 64 cache-line-padded spin locks picked by
+ * the key's digest: two threads adding the same key take the same lock, so
+ * exactly one of them sees the key absent. Split-block adds take their
+ * block's lock, which serves add_if_absent too (see "concurrent split-block
+ * adds").
  */
 #include <math.h>
 #include <stddef.h>
@@ -323,9 +326,10 @@ __attribute__((target("avx2"))) static inline __m256i split_mask_avx2(
   return _mm256_sllv_epi32(_mm256_set1_epi32(1), x);
 }
 
-/* The block in one 32-byte load, and a single writer's store of it, in
- * assembly: concurrent adds store the block's words meanwhile (64-bit ORs,
- * 16-byte exchanges), and a C access racing with them would be undefined;
+/* The block in one 32-byte load, and a store of it by its one writer (a
+ * single_writer filter's, or the holder of the block's lock), in assembly:
+ * lookups run meanwhile, and a C access racing with the store would be
+ * undefined;
  * the instruction reads and writes each aligned 64-bit word whole, and a
  * block's bits only get set while readers run, so any mix of its words'
  * old and new values is a state between two adds. TSan cannot see
