@@ -24,12 +24,12 @@
  * Thread safety, the same in every layout: bk_bloom_add,
  * bk_bloom_add_if_absent, bk_bloom_add_many and bk_bloom_contains (and their
  * _hash and batch forms) may run concurrently from any number of threads on
- * one filter. Standard and blocked: each word an add changes is set with one
- * atomic OR (skipped when the word already holds the add's bits: standard,
- * one word per bit; blocked, at most 8 words of one 64-byte line).
- * Split-block: an add that lacks bits in its 32-byte block takes that
- * block's spin lock (one of a table in the filter) and stores the block;
- * readers take no lock. add_if_absent is linearizable: of
+ * one filter. Standard: each word an add changes is set with one atomic OR
+ * (skipped when the word already holds the add's bit). Blocked and
+ * split-block: an add that lacks bits in its block (a 64-byte line, a
+ * 32-byte block) takes that block's spin lock (one of a table in the
+ * filter) and stores the block's words; readers take no lock.
+ * add_if_absent is linearizable: of
  * several threads adding the same new key at once, exactly one is told it
  * was new. With `single_writer` set, at most one thread at a time may add
  * (add, add_hash, add_many, add_if_absent), while any number of threads

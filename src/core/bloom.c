@@ -36,13 +36,12 @@
  * and a relaxed store, no locked instruction and no key lock (see the
  * single-writer section below).
  *
- * Concurrent adds: standard and blocked need no lock (a bit, once set,
- * stays set, and each word is set with an atomic OR); add_if_absent
- * serialises callers on one of 64 cache-line-padded spin locks picked by
- * the key's digest: two threads adding the same key take the same lock, so
- * exactly one of them sees the key absent. Split-block adds take their
- * block's lock, which serves add_if_absent too (see "concurrent split-block
- * adds").
+ * Concurrent adds: standard needs no lock (a bit, once set, stays set, and
+ * each word is set with an atomic OR); its add_if_absent serialises callers
+ * on one of 64 cache-line-padded spin locks picked by the key's digest: two
+ * threads adding the same key take the same lock, so exactly one of them
+ * sees the key absent. Blocked and split-block adds take their block's
+ * lock, which serves add_if_absent too (see "block locks").
  */
 #include <math.h>
 #include <stddef.h>
@@ -91,11 +90,13 @@ struct bk_bloom {
   bool simd;          /* split-block: the AVX2 path (the CPU has it) */
   bool single_writer; /* adds from one thread at a time: plain RMW */
   uint64_t capacity;
-  /* Standard and blocked: the key locks of add_if_absent (sync.h).
-   * Split-block: the block locks of concurrent adds, block_lock_mask + 1
-   * u32 spin locks (see "concurrent split-block adds"). */
+  /* Standard: the key locks of add_if_absent (sync.h). Blocked and
+   * split-block: the block locks of concurrent adds, block_lock_mask + 1
+   * u32 spin locks, block n's at n & block_lock_mask, where n is a block's
+   * first word >> block_lock_shift (see "block locks"). */
   bk__region locks;
   uint64_t block_lock_mask;
+  unsigned block_lock_shift;
 };
 
 /* The inlined digests; the same as bk__hash for their algorithm (test_bloom's
@@ -157,31 +158,69 @@ static inline bool blocked_contains(const bk_bloom *b, bk_hash h) {
   return bk__bloom_blk_test(block_of(b, h), b->head.k, h.hi);
 }
 
-/* The concurrent adds below share one shape: load every word the key
- * touches (relaxed, one cache line or block), collect without a branch the
- * set of words that lack some of the key's bits, then one atomic OR per
- * such word, walking that set by its lowest bit. So a word whose bits are
- * all there costs no locked instruction, a word costs at most one whatever
- * its number of bits, and no branch depends on a single bit (only the
- * walk's exit, once per add). */
-/* Sets the key's bits; returns true when at least one was clear. */
+/* ---- block locks ----------------------------------------------------------
+ * A concurrent add to a blocked or split-block filter takes the spin lock of
+ * its block (one of the filter's block locks, b->locks, picked by the
+ * block's number), ORs its masks into the block with plain loads and stores
+ * (on the split-block AVX2 path one vector load and store) and releases:
+ * one locked instruction an add, where atomic ORs took one per word lacking
+ * bits (up to 7 of a blocked line, 4 of a split block; two 16-byte
+ * exchanges on x86 before), each a full barrier on x86 that also kept the
+ * next add's cache miss from overlapping this one's (measured in
+ * docs/results.md). Every concurrent writer of a block holds its lock, so
+ * no update is lost; readers take no lock and see each aligned 64-bit word
+ * before or after a store (bits only get set while they run). An add whose
+ * bits are all in the block already returns before the lock and stores
+ * nothing, so a repeated key dirties no line that readers share. The "some
+ * bit was clear" an add returns is decided under the lock: add_if_absent
+ * needs no key lock on these layouts (one key, one block, one lock). */
+
+/* A relaxed load and a relaxed store of (old | mask): plain movs, no
+ * locked instruction, for a writer no other writer races (single_writer,
+ * or under the block's lock); a reader sees the word before or after. */
+static inline uint64_t sw_or(uint64_t *w, uint64_t mask) {
+  uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
+  __atomic_store_n(w, cur | mask, __ATOMIC_RELAXED);
+  return mask & ~cur; /* the bits that were clear */
+}
+
+static inline uint32_t *block_lock_of(const bk_bloom *b, const uint64_t *blk) {
+  uint64_t block = (uint64_t)(blk - b->head.words) >> b->block_lock_shift;
+  return (uint32_t *)b->locks.data + (block & b->block_lock_mask);
+}
+
+/* The number of block locks of a filter of n_blocks blocks: a power of two,
+ * one per 16 blocks, at least 16 (one cache line) and at most 16384
+ * (64 KiB): enough lines that threads adding at random rarely share one. */
+static uint64_t block_lock_count(uint64_t n_blocks) {
+  uint64_t n = 16;
+  while (n < n_blocks / 16 && n < 16384) n <<= 1;
+  return n;
+}
+
+/* The masks of n_words words into the block under its lock; returns true
+ * when a bit was clear. */
+static inline __attribute__((always_inline)) bool block_set(
+    const bk_bloom *b, uint64_t *blk, const uint64_t *mask, unsigned n_words) {
+  uint64_t missing = 0;
+  for (unsigned j = 0; j < n_words; j++)
+    missing |= mask[j] & ~__atomic_load_n(&blk[j], __ATOMIC_RELAXED);
+  if (!missing) return false;
+  uint32_t *lock = block_lock_of(b, blk);
+  bk__spin_lock(lock);
+  uint64_t fresh = 0;
+  for (unsigned j = 0; j < n_words; j++) fresh |= sw_or(&blk[j], mask[j]);
+  bk__spin_unlock(lock);
+  return fresh != 0;
+}
+
+/* Sets the key's bits under the block's lock (above); returns true when at
+ * least one was clear. */
 static inline bool blocked_add(bk_bloom *b, bk_hash h) {
-  uint64_t *blk = block_of(b, h);
   uint64_t mask[8] = {0};
   BLOCK_POSITIONS(h, b->head.k,
                   { mask[pos >> 6] |= (uint64_t)1 << (pos & 63); });
-  unsigned todo = 0;
-  for (unsigned w = 0; w < 8; w++)
-    todo |=
-        (unsigned)((mask[w] & ~__atomic_load_n(&blk[w], __ATOMIC_RELAXED)) != 0)
-        << w;
-  bool changed = todo != 0;
-  while (todo) {
-    unsigned w = (unsigned)__builtin_ctz(todo);
-    __atomic_fetch_or(&blk[w], mask[w], __ATOMIC_RELAXED);
-    todo &= todo - 1;
-  }
-  return changed;
+  return block_set(b, block_of(b, h), mask, 8);
 }
 
 /* Standard layout: bk__bloom_std_test of bloom.h (also the inline path's). */
@@ -190,9 +229,12 @@ static inline bool standard_contains(const bk_bloom *b, bk_hash h) {
 }
 
 /* Adds compute and prefetch every word first, so the k cache misses overlap
- * instead of queueing behind each locked OR; then the shape described at
- * blocked_add, with one bit per probe (two probes in one word may both OR
- * it: a second OR of a set bit is harmless and rare). */
+ * instead of queueing behind each locked OR; then load every word, collect
+ * without a branch the probes whose bit is clear, and one atomic OR per
+ * such probe, walking that set by its lowest bit: a bit already set costs
+ * no locked instruction and no branch depends on a single bit (only the
+ * walk's exit). Two probes in one word may both OR it: a second OR of a
+ * set bit is harmless and rare. */
 static inline bool standard_add(bk_bloom *b, bk_hash h) {
   uint64_t idx[BK_K_MAX];
   uint64_t a = h.lo, s = mix64(h.hi);
@@ -254,60 +296,6 @@ static inline bool split_test_portable(const uint64_t *blk, uint32_t key) {
   for (unsigned j = 0; j < SPLIT_WORDS64; j++)
     missing |= mask[j] & ~__atomic_load_n(&blk[j], __ATOMIC_RELAXED);
   return missing == 0;
-}
-
-/* A relaxed load and a relaxed store of (old | mask): plain movs, no
- * locked instruction, for a writer no other writer races (single_writer,
- * or under the block's lock); a reader sees the word before or after. */
-static inline uint64_t sw_or(uint64_t *w, uint64_t mask) {
-  uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
-  __atomic_store_n(w, cur | mask, __ATOMIC_RELAXED);
-  return mask & ~cur; /* the bits that were clear */
-}
-
-/* ---- concurrent split-block adds -----------------------------------------
- * A concurrent add to a split-block filter takes the spin lock of its block
- * (one of the filter's block locks, b->locks, picked by the block's index),
- * ORs its masks into the block with plain loads and stores (a vector load
- * and store on the AVX2 path) and releases: one locked instruction an add
- * where atomics on the block took two 16-byte exchanges or four 64-bit ORs,
- * each a full barrier on x86 that also kept the next add's cache miss from
- * overlapping this one's (measured in docs/results.md). Every concurrent
- * writer of a split-block block holds its lock, so no update is lost;
- * readers take no lock and see each aligned 64-bit word before or after a
- * store (bits only get set while they run). An add whose bits are all in
- * the block already returns before the lock and stores nothing, so a
- * repeated key dirties no line that readers share. The "some bit was
- * clear" an add returns is decided under the lock: add_if_absent needs no
- * key lock on this layout (one key, one block, one lock). */
-static inline uint32_t *split_lock_of(const bk_bloom *b, const uint64_t *blk) {
-  uint64_t block = (uint64_t)(blk - b->head.words) / SPLIT_WORDS64;
-  return (uint32_t *)b->locks.data + (block & b->block_lock_mask);
-}
-
-/* The number of block locks of a filter of n_blocks blocks: a power of two,
- * one per 16 blocks, at least 16 (one cache line) and at most 16384
- * (64 KiB): enough lines that threads adding at random rarely share one. */
-static uint64_t split_lock_count(uint64_t n_blocks) {
-  uint64_t n = 16;
-  while (n < n_blocks / 16 && n < 16384) n <<= 1;
-  return n;
-}
-
-/* Portable: the masks into the block under its lock; returns true when a
- * bit was clear. */
-static inline bool split_set(const bk_bloom *b, uint64_t *blk,
-                             const uint64_t mask[SPLIT_WORDS64]) {
-  uint64_t missing = 0;
-  for (unsigned j = 0; j < SPLIT_WORDS64; j++)
-    missing |= mask[j] & ~__atomic_load_n(&blk[j], __ATOMIC_RELAXED);
-  if (!missing) return false;
-  uint32_t *lock = split_lock_of(b, blk);
-  bk__spin_lock(lock);
-  uint64_t fresh = 0;
-  for (unsigned j = 0; j < SPLIT_WORDS64; j++) fresh |= sw_or(&blk[j], mask[j]);
-  bk__spin_unlock(lock);
-  return fresh != 0;
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -424,7 +412,7 @@ static inline void split_key_masks(const bk_bloom *b, uint32_t key,
 static inline bool split_add(bk_bloom *b, bk_hash h) {
   uint64_t mask[SPLIT_WORDS64];
   split_key_masks(b, (uint32_t)h.lo, mask);
-  return split_set(b, split_block_of(b, h.lo), mask);
+  return block_set(b, split_block_of(b, h.lo), mask, SPLIT_WORDS64);
 }
 
 /* ---- single-writer adds ----------------------------------------------------
@@ -478,13 +466,13 @@ split_contains_avx2(const bk_bloom *b, bk_hash h) {
   return split_test_avx2_inline(split_block_of(b, h.lo), (uint32_t)h.lo);
 }
 
-/* split_set with the vector masks and the block in one load and store. */
+/* block_set with the vector masks and the block in one load and store. */
 __attribute__((target("avx2"), always_inline)) static inline bool
 split_add_avx2(bk_bloom *b, bk_hash h) {
   uint64_t *blk = split_block_of(b, h.lo);
   __m256i mask = split_mask_avx2((uint32_t)h.lo);
   if (_mm256_testc_si256(block_load_avx2(blk), mask)) return false;
-  uint32_t *lock = split_lock_of(b, blk);
+  uint32_t *lock = block_lock_of(b, blk);
   bk__spin_lock(lock);
   __m256i v = block_load_avx2(blk);
   block_store_avx2(blk, _mm256_or_si256(v, mask));
@@ -741,9 +729,17 @@ static bk_status bloom_new(bk_bloom **out, const bk__alloc *al, uint64_t m,
     bk__free(al, b);
     return s;
   }
+  /* Standard: the key locks of add_if_absent; the block layouts: one lock
+   * per group of blocks (see "block locks"). */
   uint64_t n_locks = 0;
-  if (layout == BK_BLOOM_SPLIT_BLOCK)
-    n_locks = split_lock_count(m / BK_SPLIT_BLOCK_BITS);
+  unsigned lock_shift = 0;
+  if (layout == BK_BLOOM_SPLIT_BLOCK) {
+    n_locks = block_lock_count(m / BK_SPLIT_BLOCK_BITS);
+    lock_shift = 2; /* 4 words a block */
+  } else if (layout == BK_BLOOM_BLOCKED) {
+    n_locks = block_lock_count(m / BK_BLOCK_BITS);
+    lock_shift = 3; /* 8 words a block */
+  }
   s = bk__region_alloc(
       al, n_locks ? n_locks * sizeof(uint32_t) : BK__KEY_LOCKS_BYTES,
       &b->locks);
@@ -757,6 +753,7 @@ static bk_status bloom_new(bk_bloom **out, const bk__alloc *al, uint64_t m,
   b->head.n_blocks = layout == BK_BLOOM_SPLIT_BLOCK ? m / BK_SPLIT_BLOCK_BITS
                                                     : m / BK_BLOCK_BITS;
   b->block_lock_mask = n_locks ? n_locks - 1 : 0;
+  b->block_lock_shift = lock_shift;
   b->simd = layout == BK_BLOOM_SPLIT_BLOCK && cpu_has_avx2();
   b->head.k = k;
   b->layout = layout;
@@ -855,10 +852,10 @@ bk_status bk_bloom_contains_hash(const bk_bloom *b, bk_hash h, bool *out) {
 
 bk_status bk_bloom_add_if_absent_hash(bk_bloom *b, bk_hash h, bool *added) {
   BK_RETURN_IF(!b || !added, BK_EINVAL);
-  if (b->single_writer || b->layout == BK_BLOOM_SPLIT_BLOCK) {
-    /* The only adding thread, or split-block, whose concurrent adds decide
-     * "some bit was clear" under the block's lock: exact without a key
-     * lock. */
+  if (b->single_writer || b->layout != BK_BLOOM_STANDARD) {
+    /* The only adding thread, or a block layout, whose concurrent adds
+     * decide "some bit was clear" under the block's lock: exact without a
+     * key lock. */
     *added = probe_add(b, h);
     return BK_OK;
   }
