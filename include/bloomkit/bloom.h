@@ -28,7 +28,11 @@
  * (skipped when the word already holds the add's bit). Blocked and
  * split-block: an add that lacks bits in its block (a 64-byte line, a
  * 32-byte block) takes that block's spin lock (one of a table in the
- * filter) and stores the block's words; readers take no lock.
+ * filter) and stores the block's words; readers take no lock. So adds of
+ * those layouts are not lock-free: do not add from a signal handler, or in
+ * a child forked while another thread may be adding; a writer preempted
+ * under a block's lock delays the other writers of that lock (never a
+ * reader). Standard adds and all lookups take no lock.
  * add_if_absent is linearizable: of
  * several threads adding the same new key at once, exactly one is told it
  * was new. With `single_writer` set, at most one thread at a time may add

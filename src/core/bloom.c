@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bk_bloom: the classic Bloom filter in a standard and a blocked layout.
+ * bk_bloom: the classic Bloom filter in three layouts: standard, blocked
+ * and split-block.
  *
  * Standard: the k indices of a key are bk_hash_indices(h, k, m) (enhanced
  * double hashing + range reduction) anywhere in the m-bit array.
@@ -73,7 +74,10 @@
  * call tests no configuration on the way (see "single-key paths"). */
 typedef bk_status (*bloom_contains_fn)(const bk_bloom *b, const void *key,
                                        size_t len, bool *out);
-typedef bk_status (*bloom_add_fn)(bk_bloom *b, const void *key, size_t len);
+/* An add body stores in *added whether a bit was clear (bk_bloom_add passes
+ * a local it ignores). */
+typedef bk_status (*bloom_add_fn)(bk_bloom *b, const void *key, size_t len,
+                                  bool *added);
 
 struct bk_bloom {
   /* The hot fields first: one cache line holds what a probe reads. head
@@ -82,7 +86,8 @@ struct bk_bloom {
   bk__bloom_head head;
   bloom_contains_fn contains_key;
   bloom_add_fn add_key;
-  bk_hash_alg hash_alg; /* never BK_HASH_DEFAULT */
+  bloom_add_fn add_if_absent_key; /* add_key where its answer is exact */
+  bk_hash_alg hash_alg;           /* never BK_HASH_DEFAULT */
   uint64_t seed;
   bk__alloc alloc;
   bk_bits bits; /* m_bits = bits.n_bits */
@@ -169,11 +174,15 @@ static inline bool blocked_contains(const bk_bloom *b, bk_hash h) {
  * next add's cache miss from overlapping this one's (measured in
  * docs/results.md). Every concurrent writer of a block holds its lock, so
  * no update is lost; readers take no lock and see each aligned 64-bit word
- * before or after a store (bits only get set while they run). An add whose
- * bits are all in the block already returns before the lock and stores
- * nothing, so a repeated key dirties no line that readers share. The "some
- * bit was clear" an add returns is decided under the lock: add_if_absent
- * needs no key lock on these layouts (one key, one block, one lock). */
+ * before or after a store (bits only get set while they run). A split-block
+ * add whose bits are all in the block already returns before the lock and
+ * stores nothing (one vector load and test), so a repeated key dirties no
+ * line that readers share; a blocked add goes straight to the lock, because
+ * the same test on its 8 words (8 loads and a branch on them) made adds
+ * that set bits 10-25 % slower (docs/results.md), and those are what
+ * building a filter does. The "some bit was clear" an add returns is
+ * decided under the lock: add_if_absent needs no key lock on these layouts
+ * (one key, one block, one lock). */
 
 /* A relaxed load and a relaxed store of (old | mask): plain movs, no
  * locked instruction, for a writer no other writer races (single_writer,
@@ -199,13 +208,17 @@ static uint64_t block_lock_count(uint64_t n_blocks) {
 }
 
 /* The masks of n_words words into the block under its lock; returns true
- * when a bit was clear. */
+ * when a bit was clear. test_first: return before the lock when every bit
+ * is there already (see above). */
 static inline __attribute__((always_inline)) bool block_set(
-    const bk_bloom *b, uint64_t *blk, const uint64_t *mask, unsigned n_words) {
-  uint64_t missing = 0;
-  for (unsigned j = 0; j < n_words; j++)
-    missing |= mask[j] & ~__atomic_load_n(&blk[j], __ATOMIC_RELAXED);
-  if (!missing) return false;
+    const bk_bloom *b, uint64_t *blk, const uint64_t *mask, unsigned n_words,
+    bool test_first) {
+  if (test_first) {
+    uint64_t missing = 0;
+    for (unsigned j = 0; j < n_words; j++)
+      missing |= mask[j] & ~__atomic_load_n(&blk[j], __ATOMIC_RELAXED);
+    if (!missing) return false;
+  }
   uint32_t *lock = block_lock_of(b, blk);
   bk__spin_lock(lock);
   uint64_t fresh = 0;
@@ -220,7 +233,7 @@ static inline bool blocked_add(bk_bloom *b, bk_hash h) {
   uint64_t mask[8] = {0};
   BLOCK_POSITIONS(h, b->head.k,
                   { mask[pos >> 6] |= (uint64_t)1 << (pos & 63); });
-  return block_set(b, block_of(b, h), mask, 8);
+  return block_set(b, block_of(b, h), mask, 8, false);
 }
 
 /* Standard layout: bk__bloom_std_test of bloom.h (also the inline path's). */
@@ -412,7 +425,7 @@ static inline void split_key_masks(const bk_bloom *b, uint32_t key,
 static inline bool split_add(bk_bloom *b, bk_hash h) {
   uint64_t mask[SPLIT_WORDS64];
   split_key_masks(b, (uint32_t)h.lo, mask);
-  return block_set(b, split_block_of(b, h.lo), mask, SPLIT_WORDS64);
+  return block_set(b, split_block_of(b, h.lo), mask, SPLIT_WORDS64, true);
 }
 
 /* ---- single-writer adds ----------------------------------------------------
@@ -541,12 +554,16 @@ static bk_status contains_generic(const bk_bloom *b, const void *key,
   return BK_OK;
 }
 
-static bk_status add_generic(bk_bloom *b, const void *key, size_t len) {
+static bk_status add_generic(bk_bloom *b, const void *key, size_t len,
+                             bool *added) {
   BK_RETURN_IF(b->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
                BK_EINVAL);
-  (void)probe_add(b, bk__hash(b->hash_alg, b->seed, key, len));
+  *added = probe_add(b, bk__hash(b->hash_alg, b->seed, key, len));
   return BK_OK;
 }
+
+static bk_status add_if_absent_keylocked(bk_bloom *b, const void *key,
+                                         size_t len, bool *added);
 
 /* A contains body and an add body per (digest, probe): the short-key leaf
  * and, for keys over 16 bytes, its twin that may call. */
@@ -563,16 +580,17 @@ static bk_status add_generic(bk_bloom *b, const void *key, size_t len) {
     *out = PROBE(b, DIGEST##_short(b, key, len));                           \
     return BK_OK;                                                           \
   }
-#define ADD_PATH(NAME, DIGEST, PROBE, ATTR)                                    \
-  ATTR __attribute__((noinline)) static bk_status add_##NAME##_long(           \
-      bk_bloom *b, const void *key, size_t len) {                              \
-    (void)PROBE(b, DIGEST##_long(b, key, len));                                \
-    return BK_OK;                                                              \
-  }                                                                            \
-  ATTR static bk_status add_##NAME(bk_bloom *b, const void *key, size_t len) { \
-    if (BK_UNLIKELY(len > 16)) return add_##NAME##_long(b, key, len);          \
-    (void)PROBE(b, DIGEST##_short(b, key, len));                               \
-    return BK_OK;                                                              \
+#define ADD_PATH(NAME, DIGEST, PROBE, ATTR)                                  \
+  ATTR __attribute__((noinline)) static bk_status add_##NAME##_long(         \
+      bk_bloom *b, const void *key, size_t len, bool *added) {               \
+    *added = PROBE(b, DIGEST##_long(b, key, len));                           \
+    return BK_OK;                                                            \
+  }                                                                          \
+  ATTR static bk_status add_##NAME(bk_bloom *b, const void *key, size_t len, \
+                                   bool *added) {                            \
+    if (BK_UNLIKELY(len > 16)) return add_##NAME##_long(b, key, len, added); \
+    *added = PROBE(b, DIGEST##_short(b, key, len));                          \
+    return BK_OK;                                                            \
   }
 
 #define NO_ATTR
@@ -634,6 +652,13 @@ static void select_paths(bk_bloom *b) {
   }
   b->contains_key = p.contains;
   b->add_key = b->single_writer ? p.add_sw : p.add;
+  /* An add's "a bit was clear" is add_if_absent's answer where no other
+   * add of the key can interleave: a single writer, or a block layout,
+   * whose adds decide it under the block's lock. Concurrent standard
+   * filters take a key lock around it. */
+  b->add_if_absent_key = b->single_writer || b->layout != BK_BLOOM_STANDARD
+                             ? b->add_key
+                             : add_if_absent_keylocked;
   /* The header's inline path: any layout with an inlined digest; adds on a
    * single-writer split-block filter. */
   const uint32_t digest = x3    ? BK__INLINE_XXH3
@@ -829,7 +854,8 @@ bk_status bk_bloom_hash(const bk_bloom *b, const void *key, size_t len,
 
 bk_status bk_bloom_add(bk_bloom *b, const void *key, size_t len) {
   if (BK_UNLIKELY(!b || (!key && len))) return BK_EINVAL;
-  return b->add_key(b, key, len);
+  bool added;
+  return b->add_key(b, key, len, &added);
 }
 
 bk_status bk_bloom_add_hash(bk_bloom *b, bk_hash h) {
@@ -872,12 +898,20 @@ bk_status bk_bloom_add_if_absent_hash(bk_bloom *b, bk_hash h, bool *added) {
   return BK_OK;
 }
 
-bk_status bk_bloom_add_if_absent(bk_bloom *b, const void *key, size_t len,
-                                 bool *added) {
+/* Concurrent standard filters: the key lock around the add. */
+static bk_status add_if_absent_keylocked(bk_bloom *b, const void *key,
+                                         size_t len, bool *added) {
   bk_hash h;
-  BK_RETURN_IF(!added, BK_EINVAL);
   BK_TRY(hash_key(b, key, len, &h));
   return bk_bloom_add_if_absent_hash(b, h, added);
+}
+
+/* Through the filter's add_if_absent_key (select_paths): the add body
+ * itself wherever its answer is exact. */
+bk_status bk_bloom_add_if_absent(bk_bloom *b, const void *key, size_t len,
+                                 bool *added) {
+  if (BK_UNLIKELY(!b || !added || (!key && len))) return BK_EINVAL;
+  return b->add_if_absent_key(b, key, len, added);
 }
 
 /* ---- batches ----------------------------------------------------------- */

@@ -135,7 +135,11 @@ bk_status bk_rbf_hash(const bk_rbf *r, const void *key, size_t len,
  * dropping the flag (seq_cst: the count it then reads includes every
  * increment made before a failed exchange). bk_bloom_clear uses atomic
  * word stores, so concurrent adds land before or after it; subtracting
- * (not storing 0) keeps the inserts counted while the clear ran. */
+ * (not storing 0) keeps the inserts counted while the clear ran. That holds
+ * for the standard layout only, whose adds are atomic ORs: a blocked or
+ * split-block add stores its whole block under the block's lock and would
+ * write back bits a concurrent clear removed, so the RBF's filter stays
+ * standard (bk_rbf_create, and the loader checks it). */
 static void count_insert(bk_rbf *r) {
   uint64_t n = __atomic_add_fetch(&r->inserted, 1, __ATOMIC_SEQ_CST);
   while (n >= r->threshold) {
