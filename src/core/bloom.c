@@ -74,9 +74,10 @@
  * call tests no configuration on the way (see "single-key paths"). */
 typedef bk_status (*bloom_contains_fn)(const bk_bloom *b, const void *key,
                                        size_t len, bool *out);
-/* An add body stores in *added whether a bit was clear (bk_bloom_add passes
- * a local it ignores). */
-typedef bk_status (*bloom_add_fn)(bk_bloom *b, const void *key, size_t len,
+typedef bk_status (*bloom_add_fn)(bk_bloom *b, const void *key, size_t len);
+/* An add that also tells whether a bit was clear (add_if_absent's answer
+ * where it is exact, see select_paths). */
+typedef bk_status (*bloom_aia_fn)(bk_bloom *b, const void *key, size_t len,
                                   bool *added);
 
 struct bk_bloom {
@@ -86,8 +87,8 @@ struct bk_bloom {
   bk__bloom_head head;
   bloom_contains_fn contains_key;
   bloom_add_fn add_key;
-  bloom_add_fn add_if_absent_key; /* add_key where its answer is exact */
-  bk_hash_alg hash_alg;           /* never BK_HASH_DEFAULT */
+  bloom_aia_fn add_if_absent_key;
+  bk_hash_alg hash_alg; /* never BK_HASH_DEFAULT */
   uint64_t seed;
   bk__alloc alloc;
   bk_bits bits; /* m_bits = bits.n_bits */
@@ -554,7 +555,14 @@ static bk_status contains_generic(const bk_bloom *b, const void *key,
   return BK_OK;
 }
 
-static bk_status add_generic(bk_bloom *b, const void *key, size_t len,
+static bk_status add_generic(bk_bloom *b, const void *key, size_t len) {
+  BK_RETURN_IF(b->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
+               BK_EINVAL);
+  (void)probe_add(b, bk__hash(b->hash_alg, b->seed, key, len));
+  return BK_OK;
+}
+
+static bk_status aia_generic(bk_bloom *b, const void *key, size_t len,
                              bool *added) {
   BK_RETURN_IF(b->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
                BK_EINVAL);
@@ -580,17 +588,31 @@ static bk_status add_if_absent_keylocked(bk_bloom *b, const void *key,
     *out = PROBE(b, DIGEST##_short(b, key, len));                           \
     return BK_OK;                                                           \
   }
-#define ADD_PATH(NAME, DIGEST, PROBE, ATTR)                                  \
-  ATTR __attribute__((noinline)) static bk_status add_##NAME##_long(         \
-      bk_bloom *b, const void *key, size_t len, bool *added) {               \
-    *added = PROBE(b, DIGEST##_long(b, key, len));                           \
-    return BK_OK;                                                            \
-  }                                                                          \
-  ATTR static bk_status add_##NAME(bk_bloom *b, const void *key, size_t len, \
-                                   bool *added) {                            \
-    if (BK_UNLIKELY(len > 16)) return add_##NAME##_long(b, key, len, added); \
-    *added = PROBE(b, DIGEST##_short(b, key, len));                          \
-    return BK_OK;                                                            \
+/* Per (digest, probe), an add body and an add-and-tell body (aia_*, for
+ * add_if_absent), each with its long-key twin: two bodies, so that a plain
+ * add neither computes the answer nor keeps a pointer for it alive (one
+ * body with an optional pointer cost the add a stack frame). */
+#define ADD_PATH(NAME, DIGEST, PROBE, ATTR)                                    \
+  ATTR __attribute__((noinline)) static bk_status add_##NAME##_long(           \
+      bk_bloom *b, const void *key, size_t len) {                              \
+    (void)PROBE(b, DIGEST##_long(b, key, len));                                \
+    return BK_OK;                                                              \
+  }                                                                            \
+  ATTR static bk_status add_##NAME(bk_bloom *b, const void *key, size_t len) { \
+    if (BK_UNLIKELY(len > 16)) return add_##NAME##_long(b, key, len);          \
+    (void)PROBE(b, DIGEST##_short(b, key, len));                               \
+    return BK_OK;                                                              \
+  }                                                                            \
+  ATTR __attribute__((noinline, unused)) static bk_status aia_##NAME##_long(   \
+      bk_bloom *b, const void *key, size_t len, bool *added) {                 \
+    *added = PROBE(b, DIGEST##_long(b, key, len));                             \
+    return BK_OK;                                                              \
+  }                                                                            \
+  ATTR __attribute__((unused)) static bk_status aia_##NAME(                    \
+      bk_bloom *b, const void *key, size_t len, bool *added) {                 \
+    if (BK_UNLIKELY(len > 16)) return aia_##NAME##_long(b, key, len, added);   \
+    *added = PROBE(b, DIGEST##_short(b, key, len));                            \
+    return BK_OK;                                                              \
   }
 
 #define NO_ATTR
@@ -619,35 +641,38 @@ ADD_PATH(split_x64_avx2_sw, digest_xxh64, split_add_sw_avx2, AVX2_ATTR)
 typedef struct key_paths {
   bloom_contains_fn contains;
   bloom_add_fn add, add_sw;
+  bloom_aia_fn aia, aia_sw;
 } key_paths;
+
+/* The five bodies of one configuration (ADD_PATH NAME and NAME_sw). */
+#define KEY_PATHS(NAME)                                                       \
+  (key_paths) {                                                               \
+    contains_##NAME, add_##NAME, add_##NAME##_sw, aia_##NAME, aia_##NAME##_sw \
+  }
 
 /* The filter's bodies for its configuration as it stands now. */
 static void select_paths(bk_bloom *b) {
-  key_paths p = {contains_generic, add_generic, add_generic};
+  key_paths p = {contains_generic, add_generic, add_generic, aia_generic,
+                 aia_generic};
   const bool x3 = b->hash_alg == BK_HASH_XXH3;
   const bool x64 = b->hash_alg == BK_HASH_XXH64;
   switch (b->layout) {
     case BK_BLOOM_SPLIT_BLOCK:
 #ifdef BK_SPLIT_AVX2
       if (b->simd) {
-        if (x3)
-          p = (key_paths){contains_split_x3_avx2, add_split_x3_avx2,
-                          add_split_x3_avx2_sw};
-        if (x64)
-          p = (key_paths){contains_split_x64_avx2, add_split_x64_avx2,
-                          add_split_x64_avx2_sw};
+        if (x3) p = KEY_PATHS(split_x3_avx2);
+        if (x64) p = KEY_PATHS(split_x64_avx2);
         break;
       }
 #endif
-      if (x3) p = (key_paths){contains_split_x3, add_split_x3, add_split_x3_sw};
-      if (x64)
-        p = (key_paths){contains_split_x64, add_split_x64, add_split_x64_sw};
+      if (x3) p = KEY_PATHS(split_x3);
+      if (x64) p = KEY_PATHS(split_x64);
       break;
     case BK_BLOOM_BLOCKED:
-      if (x3) p = (key_paths){contains_blk_x3, add_blk_x3, add_blk_x3_sw};
+      if (x3) p = KEY_PATHS(blk_x3);
       break;
     default:
-      if (x3) p = (key_paths){contains_std_x3, add_std_x3, add_std_x3_sw};
+      if (x3) p = KEY_PATHS(std_x3);
       break;
   }
   b->contains_key = p.contains;
@@ -656,8 +681,9 @@ static void select_paths(bk_bloom *b) {
    * add of the key can interleave: a single writer, or a block layout,
    * whose adds decide it under the block's lock. Concurrent standard
    * filters take a key lock around it. */
-  b->add_if_absent_key = b->single_writer || b->layout != BK_BLOOM_STANDARD
-                             ? b->add_key
+  b->add_if_absent_key = b->single_writer ? p.aia_sw
+                         : b->layout != BK_BLOOM_STANDARD
+                             ? p.aia
                              : add_if_absent_keylocked;
   /* The header's inline path: any layout with an inlined digest; adds on a
    * single-writer split-block filter. */
@@ -854,8 +880,7 @@ bk_status bk_bloom_hash(const bk_bloom *b, const void *key, size_t len,
 
 bk_status bk_bloom_add(bk_bloom *b, const void *key, size_t len) {
   if (BK_UNLIKELY(!b || (!key && len))) return BK_EINVAL;
-  bool added;
-  return b->add_key(b, key, len, &added);
+  return b->add_key(b, key, len);
 }
 
 bk_status bk_bloom_add_hash(bk_bloom *b, bk_hash h) {
