@@ -550,32 +550,12 @@ static inline void bk__split_set_sw(uint64_t *blk, uint32_t key) {
 
 #endif
 
-/* One probe of an 8-byte key x, for a constant layout and digest. */
-static inline __attribute__((always_inline)) bool bk__bloom_test8(
-    const bk__bloom_head *h, uint64_t x, uint32_t layout, uint32_t alg) {
-#ifdef BK__BLOOM_INLINE_SPLIT
-  if (layout == BK_BLOOM_SPLIT_BLOCK) {
-    uint64_t d = bk__digest8_lo(x, h->hash_k, alg);
-    return bk__split_test(bk__split_block(h, d), (uint32_t)d);
-  }
-#endif
-  bk_hash d = bk__digest8(x, h->hash_k, alg);
-  if (layout == BK_BLOOM_BLOCKED)
-    return bk__bloom_blk_test(h->words + bk_reduce(d.lo, h->n_blocks) * 8, h->k,
-                              d.hi);
-  return bk__bloom_std_test(h->words, h->m_bits, h->k, d);
-}
-
-#define BK__TEST8_CASE(layout, alg)                \
-  case BK__INLINE_KIND(layout, alg):               \
-    *out = bk__bloom_test8(h, x, (layout), (alg)); \
-    return BK_OK;
-
 /* The argument checks are one branch (bitwise, not short-circuit), then
  * one compare on the kind: split-block with XXH3 first (the fastest
- * layout, the default digest), the rest by a switch. A kind this build has
- * no inline code for (split-block on x86 without AVX2) goes to the library
- * without hashing. */
+ * layout, the default digest); for standard and blocked one digest and a
+ * branch on the layout (one copy of each probe in the caller). A kind this
+ * build has no inline code for (split-block on x86 without AVX2) goes to
+ * the library without hashing. */
 static inline bk_status bk__bloom_contains_inline(const bk_bloom *b,
                                                   const void *key, size_t len,
                                                   bool *out) {
@@ -589,20 +569,27 @@ static inline bk_status bk__bloom_contains_inline(const bk_bloom *b,
     if (__builtin_expect(
             kind == BK__INLINE_KIND(BK_BLOOM_SPLIT_BLOCK, BK__INLINE_XXH3),
             1)) {
-      *out = bk__bloom_test8(h, x, BK_BLOOM_SPLIT_BLOCK, BK__INLINE_XXH3);
+      uint64_t d = bk__digest8_lo(x, h->hash_k, BK__INLINE_XXH3);
+      *out = bk__split_test(bk__split_block(h, d), (uint32_t)d);
+      return BK_OK;
+    }
+    if (kind == BK__INLINE_KIND(BK_BLOOM_SPLIT_BLOCK, BK__INLINE_XXH64)) {
+      uint64_t d = bk__digest8_lo(x, h->hash_k, BK__INLINE_XXH64);
+      *out = bk__split_test(bk__split_block(h, d), (uint32_t)d);
       return BK_OK;
     }
 #endif
-    switch (kind) {
-#ifdef BK__BLOOM_INLINE_SPLIT
-      BK__TEST8_CASE(BK_BLOOM_SPLIT_BLOCK, BK__INLINE_XXH64)
-#endif
-      BK__TEST8_CASE(BK_BLOOM_BLOCKED, BK__INLINE_XXH3)
-      BK__TEST8_CASE(BK_BLOOM_BLOCKED, BK__INLINE_XXH64)
-      BK__TEST8_CASE(BK_BLOOM_STANDARD, BK__INLINE_XXH3)
-      BK__TEST8_CASE(BK_BLOOM_STANDARD, BK__INLINE_XXH64)
-      default:
-        break;
+    const uint32_t layout = kind >> 2;
+    if (__builtin_expect(
+            (kind != BK__INLINE_NONE) & (layout != BK_BLOOM_SPLIT_BLOCK), 1)) {
+      bk_hash d = (kind & 3u) == BK__INLINE_XXH3
+                      ? bk__digest8(x, h->hash_k, BK__INLINE_XXH3)
+                      : bk__digest8(x, h->hash_k, BK__INLINE_XXH64);
+      *out = layout == BK_BLOOM_BLOCKED
+                 ? bk__bloom_blk_test(
+                       h->words + bk_reduce(d.lo, h->n_blocks) * 8, h->k, d.hi)
+                 : bk__bloom_std_test(h->words, h->m_bits, h->k, d);
+      return BK_OK;
     }
   }
   return (bk_bloom_contains)(b, key, len, out);

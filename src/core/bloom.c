@@ -230,7 +230,8 @@ static inline __attribute__((always_inline)) bool block_set(
 
 /* Sets the key's bits under the block's lock (above); returns true when at
  * least one was clear. */
-static inline bool blocked_add(bk_bloom *b, bk_hash h) {
+static inline __attribute__((always_inline)) bool blocked_add(bk_bloom *b,
+                                                              bk_hash h) {
   uint64_t mask[8] = {0};
   BLOCK_POSITIONS(h, b->head.k,
                   { mask[pos >> 6] |= (uint64_t)1 << (pos & 63); });
@@ -249,7 +250,8 @@ static inline bool standard_contains(const bk_bloom *b, bk_hash h) {
  * no locked instruction and no branch depends on a single bit (only the
  * walk's exit). Two probes in one word may both OR it: a second OR of a
  * set bit is harmless and rare. */
-static inline bool standard_add(bk_bloom *b, bk_hash h) {
+static inline __attribute__((always_inline)) bool standard_add(bk_bloom *b,
+                                                               bk_hash h) {
   uint64_t idx[BK_K_MAX];
   uint64_t a = h.lo, s = mix64(h.hi);
   uint64_t *words = b->head.words;
@@ -423,7 +425,8 @@ static inline void split_key_masks(const bk_bloom *b, uint32_t key,
   split_masks(key, mask);
 }
 
-static inline bool split_add(bk_bloom *b, bk_hash h) {
+static inline __attribute__((always_inline)) bool split_add(bk_bloom *b,
+                                                            bk_hash h) {
   uint64_t mask[SPLIT_WORDS64];
   split_key_masks(b, (uint32_t)h.lo, mask);
   return block_set(b, split_block_of(b, h.lo), mask, SPLIT_WORDS64, true);
@@ -437,7 +440,8 @@ static inline bool split_add(bk_bloom *b, bk_hash h) {
  * one storing), and stores every touched word unconditionally: no branch on
  * the data, and an unchanged word costs a store to a line already owned. */
 
-static inline bool standard_add_sw(bk_bloom *b, bk_hash h) {
+static inline __attribute__((always_inline)) bool standard_add_sw(bk_bloom *b,
+                                                                  bk_hash h) {
   uint64_t idx[BK_K_MAX];
   uint64_t a = h.lo, s = mix64(h.hi);
   uint64_t *words = b->head.words;
@@ -454,7 +458,8 @@ static inline bool standard_add_sw(bk_bloom *b, bk_hash h) {
   return fresh != 0;
 }
 
-static inline bool blocked_add_sw(bk_bloom *b, bk_hash h) {
+static inline __attribute__((always_inline)) bool blocked_add_sw(bk_bloom *b,
+                                                                 bk_hash h) {
   uint64_t *blk = block_of(b, h);
   uint64_t mask[8] = {0}, fresh = 0;
   BLOCK_POSITIONS(h, b->head.k,
@@ -463,7 +468,8 @@ static inline bool blocked_add_sw(bk_bloom *b, bk_hash h) {
   return fresh != 0;
 }
 
-static inline bool split_add_sw(bk_bloom *b, bk_hash h) {
+static inline __attribute__((always_inline)) bool split_add_sw(bk_bloom *b,
+                                                               bk_hash h) {
   uint64_t mask[SPLIT_WORDS64], fresh = 0;
   split_key_masks(b, (uint32_t)h.lo, mask);
   uint64_t *blk = split_block_of(b, h.lo);
@@ -515,7 +521,8 @@ static inline bool probe_contains(const bk_bloom *b, bk_hash h) {
 }
 
 /* Sets the key's bits; true when one was clear. */
-static inline bool probe_add(bk_bloom *b, bk_hash h) {
+static inline __attribute__((always_inline)) bool probe_add(bk_bloom *b,
+                                                            bk_hash h) {
   if (b->single_writer) {
     switch (b->layout) {
       case BK_BLOOM_SPLIT_BLOCK:
@@ -901,34 +908,39 @@ bk_status bk_bloom_contains_hash(const bk_bloom *b, bk_hash h, bool *out) {
   return BK_OK;
 }
 
-bk_status bk_bloom_add_if_absent_hash(bk_bloom *b, bk_hash h, bool *added) {
-  BK_RETURN_IF(!b || !added, BK_EINVAL);
-  if (b->single_writer || b->layout != BK_BLOOM_STANDARD) {
-    /* The only adding thread, or a block layout, whose concurrent adds
-     * decide "some bit was clear" under the block's lock: exact without a
-     * key lock. */
-    *added = probe_add(b, h);
-    return BK_OK;
-  }
-  /* No lock-free "already present" pre-check: measured, the extra dependent
-   * read before the locked writes costs ~1.5x add on filters larger than
-   * the cache, while the lock itself (an L1-resident line) costs ~nothing. */
+/* A concurrent standard filter's add_if_absent: the key's lock around the
+ * add. No lock-free "already present" pre-check: measured, the extra
+ * dependent read before the locked writes costs ~1.5x add on filters
+ * larger than the cache, while the lock itself (an L1-resident line) costs
+ * ~nothing. Under the key's lock no other add_if_absent of this key runs,
+ * so "some bit was clear" decides newness once. */
+static inline bool standard_add_keylocked(bk_bloom *b, bk_hash h) {
   uint32_t *lock = bk__key_lock(&b->locks, h);
   bk__spin_lock(lock);
-  /* Under the key's lock no other add_if_absent of this key runs, so
-   * "some bit was clear" decides newness once. */
-  bool changed = probe_add(b, h);
+  bool changed = standard_add(b, h);
   bk__spin_unlock(lock);
-  *added = changed;
+  return changed;
+}
+
+bk_status bk_bloom_add_if_absent_hash(bk_bloom *b, bk_hash h, bool *added) {
+  BK_RETURN_IF(!b || !added, BK_EINVAL);
+  /* The only adding thread, or a block layout, whose concurrent adds decide
+   * "some bit was clear" under the block's lock: exact without a key
+   * lock. */
+  *added = b->single_writer || b->layout != BK_BLOOM_STANDARD
+               ? probe_add(b, h)
+               : standard_add_keylocked(b, h);
   return BK_OK;
 }
 
-/* Concurrent standard filters: the key lock around the add. */
+/* Concurrent standard filters, any hash: the body the other configurations
+ * get from ADD_PATH, with the key lock (hash inlined as in bloom_hash). */
 static bk_status add_if_absent_keylocked(bk_bloom *b, const void *key,
                                          size_t len, bool *added) {
-  bk_hash h;
-  BK_TRY(hash_key(b, key, len, &h));
-  return bk_bloom_add_if_absent_hash(b, h, added);
+  BK_RETURN_IF(b->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
+               BK_EINVAL);
+  *added = standard_add_keylocked(b, bloom_hash(b, key, len));
+  return BK_OK;
 }
 
 /* Through the filter's add_if_absent_key (select_paths): the add body
