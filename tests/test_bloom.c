@@ -823,6 +823,19 @@ static void test_add_if_absent_sequential(void **state) {
   }
 }
 
+/* The concurrency tests' runs: 0-2 the three layouts (split-block on the
+ * path the CPU picks), 3 split-block on the portable path (its block locks
+ * and 64-bit word stores instead of vector ones). k_other: k of standard
+ * and blocked; split-block has k = 8. */
+static bk_bloom *make_run(int run, uint64_t m, unsigned k_other,
+                          uint64_t seed) {
+  int layout = run < 3 ? run : BK_BLOOM_SPLIT_BLOCK;
+  bk_bloom *b = make_mk(m, layout == BK_BLOOM_SPLIT_BLOCK ? 8 : k_other,
+                        (bk_bloom_layout)layout, BK_HASH_XXH3, seed);
+  (void)bk__bloom_use_simd(b, run != 3);
+  return b;
+}
+
 /* The race: two threads call add_if_absent on the same fresh keys at the same
  * moment; linearizability says exactly one of them is told "new". */
 typedef struct race_shared {
@@ -903,15 +916,12 @@ static void test_add_if_absent_race(void **state) {
 
   static const char *const names[4] = {"standard", "blocked", "split-block",
                                        "split-block portable"};
-  for (int run = 0; run < 4; run++) {
-    int layout = run < 3 ? run : BK_BLOOM_SPLIT_BLOCK;
+  for (int run = 0; run < 4; run++) { /* make_run */
     /* m = 2^26, k = 7 (split-block: 8), n = 2e5: fill 2 %, a fresh key is
      * a false positive with probability ~2e-12 (split-block ~1e-9), so
      * every key is genuinely new and exactly one "new" per key is the only
      * linearizable outcome. */
-    bk_bloom *b = make_mk(1u << 26, layout == 2 ? 8 : 7,
-                          (bk_bloom_layout)layout, BK_HASH_XXH3, layout);
-    (void)bk__bloom_use_simd(b, run != 3);
+    bk_bloom *b = make_run(run, 1u << 26, 7, (uint64_t)run);
     race_shared sh = {.b = b,
                       .keys = keys,
                       .n_spin = 100000,
@@ -1102,17 +1112,10 @@ static void test_concurrent_writers(void **state) {
   assert_non_null(keys);
   uint64_t rng = 1001;
   for (size_t i = 0; i < 2 * n; i++) keys[i] = bk_test_next(&rng);
-  /* Runs 0-2: the three layouts; run 3: split-block on the portable path
-   * (its block locks and 64-bit word stores instead of vector ones). */
-  for (int run = 0; run < 4; run++) {
-    int layout = run < 3 ? run : BK_BLOOM_SPLIT_BLOCK;
+  for (int run = 0; run < 4; run++) { /* make_run */
     /* Small (2^16 bits = 128 cache lines): the writers collide on words
-     * (split-block: 256 blocks behind 16 block locks). Split-block has
-     * k = 8. */
-    unsigned k = layout == BK_BLOOM_SPLIT_BLOCK ? 8 : 3;
-    bk_bloom *b =
-        make_mk(1u << 16, k, (bk_bloom_layout)layout, BK_HASH_XXH3, 0);
-    (void)bk__bloom_use_simd(b, run != 3);
+     * (split-block: 256 blocks behind 16 block locks). */
+    bk_bloom *b = make_run(run, 1u << 16, 3, 0);
     pthread_barrier_t barrier;
     pthread_barrier_init(&barrier, NULL, 2);
     writer_ctx c0 = {b, keys, n, 0, &barrier};
@@ -1125,8 +1128,7 @@ static void test_concurrent_writers(void **state) {
     pthread_barrier_destroy(&barrier);
     assert_int_equal(c0.errors + c1.errors, 0);
     /* Sequential reference: the same keys added by one thread. */
-    bk_bloom *ref =
-        make_mk(1u << 16, k, (bk_bloom_layout)layout, BK_HASH_XXH3, 0);
+    bk_bloom *ref = make_run(run, 1u << 16, 3, 0);
     for (size_t i = 0; i < 2 * n; i++) add_u64(ref, keys[i]);
     assert_same_blob(b, ref);
     bk_bloom_destroy(ref);
@@ -1222,14 +1224,10 @@ static void test_concurrent_writers_lose_nothing(void **state) {
     keys[i] = bk_test_next(&rng);
   static const char *const names[4] = {"standard", "blocked", "split-block",
                                        "split-block portable"};
-  for (int run = 0; run < 4; run++) {
-    int layout = run < 3 ? run : BK_BLOOM_SPLIT_BLOCK;
+  for (int run = 0; run < 4; run++) { /* make_run */
     /* 2^10 bits: 4 split-block blocks, 2 blocked blocks; 32 keys a round
      * set at most 256 (split-block) or 128 of the 1024 bits. */
-    unsigned k = layout == BK_BLOOM_SPLIT_BLOCK ? 8 : 4;
-    bk_bloom *b =
-        make_mk(1u << 10, k, (bk_bloom_layout)layout, BK_HASH_XXH3, 0);
-    (void)bk__bloom_use_simd(b, run != 3);
+    bk_bloom *b = make_run(run, 1u << 10, 4, 0);
     race_shared sh = {.b = b,
                       .keys = keys,
                       .n_spin = rounds,

@@ -412,16 +412,24 @@ static inline uint64_t bk__rotl64(uint64_t x, unsigned r) {
  * words at bytes 16 and 24, exclusive-ored) + (seed ^ (bswap32(seed) <<
  * 32)); XXH64, seed + PRIME64_5 + 8. The other constants are the
  * specifications'. (A probe that uses only lo lets the compiler drop hi.) */
+/* XXH3's low half; *hi gets the high half before its last steps. */
+static inline uint64_t bk__xxh3_8_lo(uint64_t x, uint64_t hash_k,
+                                     uint64_t *hi_out) {
+  bk__u128 m = (bk__u128)(x ^ hash_k) * UINT64_C(0x9E3779B185EBCAA7);
+  uint64_t lo = (uint64_t)m, hi = (uint64_t)(m >> 64);
+  hi += lo << 1;
+  lo ^= hi >> 3;
+  lo ^= lo >> 35;
+  lo *= UINT64_C(0x9FB21C651E98DF25);
+  *hi_out = hi;
+  return lo ^ (lo >> 28);
+}
+
 static inline bk_hash bk__digest8(uint64_t x, uint64_t hash_k, uint32_t alg) {
   bk_hash d;
   if (alg == BK__INLINE_XXH3) {
-    bk__u128 m = (bk__u128)(x ^ hash_k) * UINT64_C(0x9E3779B185EBCAA7);
-    uint64_t lo = (uint64_t)m, hi = (uint64_t)(m >> 64);
-    hi += lo << 1;
-    lo ^= hi >> 3;
-    lo ^= lo >> 35;
-    lo *= UINT64_C(0x9FB21C651E98DF25);
-    d.lo = lo ^ (lo >> 28);
+    uint64_t hi;
+    d.lo = bk__xxh3_8_lo(x, hash_k, &hi);
     hi ^= hi >> 37;
     hi *= UINT64_C(0x165667919E3779F9);
     d.hi = hi ^ (hi >> 32);
@@ -444,15 +452,8 @@ static inline bk_hash bk__digest8(uint64_t x, uint64_t hash_k, uint32_t alg) {
  * high half's last steps. */
 static inline __attribute__((always_inline)) uint64_t bk__digest8_lo(
     uint64_t x, uint64_t hash_k, uint32_t alg) {
-  if (alg == BK__INLINE_XXH3) {
-    bk__u128 m = (bk__u128)(x ^ hash_k) * UINT64_C(0x9E3779B185EBCAA7);
-    uint64_t lo = (uint64_t)m, hi = (uint64_t)(m >> 64);
-    hi += lo << 1;
-    lo ^= hi >> 3;
-    lo ^= lo >> 35;
-    lo *= UINT64_C(0x9FB21C651E98DF25);
-    return lo ^ (lo >> 28);
-  }
+  uint64_t hi;
+  if (alg == BK__INLINE_XXH3) return bk__xxh3_8_lo(x, hash_k, &hi);
   return bk__digest8(x, hash_k, alg).lo;
 }
 
