@@ -1064,6 +1064,33 @@ static void test_deserialize_unreachable(void **state) {
   bk__store_le64(m + OFF_INSERTED + 8 * past, UINT64_MAX - 1);
   bk_test_reseal(m, len);
   assert_int_equal(bk_test_codec_load(c, m, len, NULL), BK_ECORRUPT);
+  /* One slot past 2^56 (so W slots never sum past 2^62) */
+  bk_test_codec_expect_edit(c, blob, len, OFF_INSERTED + 8 * present, 8,
+                            ((uint64_t)1 << 56) + 1, BK_ECORRUPT,
+                            "inserted 2^56 + 1");
+  /* ... and one at 2^56 loads, takes more inserts, and what it saves
+   * loads again with the count kept at 2^56 (the fuzzer found a slot
+   * loaded at the old bound that one insert took past it) */
+  memcpy(m, blob, len);
+  bk__store_le64(m + OFF_INSERTED + 8 * head, (uint64_t)1 << 56);
+  bk_test_reseal(m, len);
+  bk_fbf *big = NULL;
+  assert_int_equal(bk_test_codec_load(c, m, len, (void **)&big), BK_OK);
+  uint64_t key = 0xF0F0F0F0;
+  for (int i = 0; i < 100; i++, key = key * 6364136223846793005u + 1)
+    assert_bk_ok(bk_fbf_insert(big, &key, 8));
+  bk_fbf_info binfo;
+  assert_bk_ok(bk_fbf_info_get(big, &binfo));
+  assert_true(binfo.inserted[0] > ((uint64_t)1 << 56)); /* the future's */
+  size_t blen;
+  unsigned char *bblob = serialize_alloc(big, &blen);
+  assert_int_equal(bk__load_le64(bblob + OFF_INSERTED + 8 * head),
+                   (uint64_t)1 << 56);
+  bk_fbf *again = NULL;
+  assert_int_equal(bk_test_codec_load(c, bblob, blen, (void **)&again), BK_OK);
+  bk_fbf_destroy(again);
+  bk_fbf_destroy(big);
+  free(bblob);
   /* "never" refresh at now = 3 */
   bk_test_codec_expect_edit(c, blob, len, OFF_NEXT_REFRESH, 8, UINT64_MAX,
                             BK_ECORRUPT, "next_refresh never");

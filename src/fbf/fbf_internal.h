@@ -113,6 +113,13 @@ struct bk_fbf {
 /* Most inserts an FBF's filters may have counted in all (a loader bound:
  * unreachable in practice, and far from wrapping the u64 counts). */
 #define BK__FBF_MAX_INSERTS ((uint64_t)1 << 62)
+/* Most inserts one slot's count may hold in a blob: a 64th of the above,
+ * so W <= 64 slots never sum past it. Inserts count without a bound, so a
+ * loaded state at the bound passes it with the next insert; the serializer
+ * writes min(count, BK__FBF_SLOT_MAX) (shared likewise), so whatever a
+ * loaded state does next saves as a state the loader takes (the fuzzer
+ * found a slot loaded at 2^62 that one insert took past the sum's bound). */
+#define BK__FBF_SLOT_MAX ((uint64_t)1 << 56)
 
 static inline uint64_t bk__sat_add(uint64_t a, uint64_t b) {
   return a > UINT64_MAX - b ? UINT64_MAX : a + b;

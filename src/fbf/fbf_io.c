@@ -94,11 +94,15 @@ bk_status bk_fbf_serialize(const bk_fbf *f, void *buf, size_t cap,
   bk__words_store(p + hl, f->words, f->n_words);
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
   for (unsigned s = 0; s < f->width; s++) {
-    bk__store_le64(p + FBF_FIXED_HEADER + 8 * s, bk__fbf_count(f, s));
+    /* Counts at most BK__FBF_SLOT_MAX (fbf_internal.h), shared <= count. */
+    uint64_t ins = bk__fbf_count(f, s);
+    uint64_t sh = __atomic_load_n(&f->shared[s], __ATOMIC_RELAXED);
+    if (ins > BK__FBF_SLOT_MAX) ins = BK__FBF_SLOT_MAX;
+    if (sh > ins) sh = ins;
+    bk__store_le64(p + FBF_FIXED_HEADER + 8 * s, ins);
     bk__store_le64(p + FBF_FIXED_HEADER + 8 * (f->width + s),
                    f->became_present[s]);
-    bk__store_le64(p + FBF_FIXED_HEADER + 8 * (2 * f->width + s),
-                   __atomic_load_n(&f->shared[s], __ATOMIC_RELAXED));
+    bk__store_le64(p + FBF_FIXED_HEADER + 8 * (2 * f->width + s), sh);
   }
   pthread_mutex_unlock(&mf->mu);
   bk__format_write_trailer(p, need - BK__TRAILER_SIZE);
@@ -249,7 +253,7 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
       /* Each count bounded before it is added: the sum of W <= 64 counts
        * of at most 2^62 cannot wrap (a sum checked only afterwards could:
        * 3 + (2^64 - 2) is 1, found by the fuzzer). */
-      BK_RETURN_IF(ins > BK__FBF_MAX_INSERTS, BK_ECORRUPT);
+      BK_RETURN_IF(ins > BK__FBF_SLOT_MAX, BK_ECORRUPT);
       all_inserts += ins;
       BK_RETURN_IF(all_inserts > BK__FBF_MAX_INSERTS, BK_ECORRUPT);
     }
