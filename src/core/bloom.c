@@ -622,27 +622,28 @@ static bk_status add_if_absent_keylocked(bk_bloom *b, const void *key,
     return BK_OK;                                                              \
   }
 
+/* The bodies of one configuration: its lookup, its concurrent add and its
+ * single-writer add (NAME and NAME_sw, as KEY_PATHS below expects). */
+#define KEY_BODIES(NAME, DIGEST, CONTAINS, ADD, ADD_SW, ATTR) \
+  CONTAINS_PATH(NAME, DIGEST, CONTAINS, ATTR)                 \
+  ADD_PATH(NAME, DIGEST, ADD, ATTR)                           \
+  ADD_PATH(NAME##_sw, DIGEST, ADD_SW, ATTR)
+
 #define NO_ATTR
-CONTAINS_PATH(std_x3, digest_xxh3, standard_contains, NO_ATTR)
-ADD_PATH(std_x3, digest_xxh3, standard_add, NO_ATTR)
-ADD_PATH(std_x3_sw, digest_xxh3, standard_add_sw, NO_ATTR)
-CONTAINS_PATH(blk_x3, digest_xxh3, blocked_contains, NO_ATTR)
-ADD_PATH(blk_x3, digest_xxh3, blocked_add, NO_ATTR)
-ADD_PATH(blk_x3_sw, digest_xxh3, blocked_add_sw, NO_ATTR)
-CONTAINS_PATH(split_x3, digest_xxh3, split_contains, NO_ATTR)
-ADD_PATH(split_x3, digest_xxh3, split_add, NO_ATTR)
-ADD_PATH(split_x3_sw, digest_xxh3, split_add_sw, NO_ATTR)
-CONTAINS_PATH(split_x64, digest_xxh64, split_contains, NO_ATTR)
-ADD_PATH(split_x64, digest_xxh64, split_add, NO_ATTR)
-ADD_PATH(split_x64_sw, digest_xxh64, split_add_sw, NO_ATTR)
+KEY_BODIES(std_x3, digest_xxh3, standard_contains, standard_add,
+           standard_add_sw, NO_ATTR)
+KEY_BODIES(blk_x3, digest_xxh3, blocked_contains, blocked_add, blocked_add_sw,
+           NO_ATTR)
+KEY_BODIES(split_x3, digest_xxh3, split_contains, split_add, split_add_sw,
+           NO_ATTR)
+KEY_BODIES(split_x64, digest_xxh64, split_contains, split_add, split_add_sw,
+           NO_ATTR)
 #ifdef BK_SPLIT_AVX2
 #define AVX2_ATTR __attribute__((target("avx2")))
-CONTAINS_PATH(split_x3_avx2, digest_xxh3, split_contains_avx2, AVX2_ATTR)
-ADD_PATH(split_x3_avx2, digest_xxh3, split_add_avx2, AVX2_ATTR)
-ADD_PATH(split_x3_avx2_sw, digest_xxh3, split_add_sw_avx2, AVX2_ATTR)
-CONTAINS_PATH(split_x64_avx2, digest_xxh64, split_contains_avx2, AVX2_ATTR)
-ADD_PATH(split_x64_avx2, digest_xxh64, split_add_avx2, AVX2_ATTR)
-ADD_PATH(split_x64_avx2_sw, digest_xxh64, split_add_sw_avx2, AVX2_ATTR)
+KEY_BODIES(split_x3_avx2, digest_xxh3, split_contains_avx2, split_add_avx2,
+           split_add_sw_avx2, AVX2_ATTR)
+KEY_BODIES(split_x64_avx2, digest_xxh64, split_contains_avx2, split_add_avx2,
+           split_add_sw_avx2, AVX2_ATTR)
 #endif
 
 typedef struct key_paths {
