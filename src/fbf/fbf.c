@@ -94,18 +94,25 @@ typedef struct rule {
   unsigned top; /* W - 1 */
 } rule;
 
+/* Logical bits x (count <= W) moved to physical slots: rotated left by
+ * head within W bits. */
+static inline uint64_t to_physical(uint64_t x, unsigned head, unsigned w) {
+  if (!head) return x;
+  return ((x << head) | (x >> (w - head))) & width_mask(w);
+}
+
 static inline rule rule_of(const bk_fbf *f, uint64_t st, bk_fbf_check check) {
   unsigned head = BK__ST_HEAD(st), count = BK__ST_COUNT(st), w = f->width;
-  rule r = {0, 0, w - 1};
-  for (unsigned p = 0; p < count; p++) {
-    unsigned s = head + p >= w ? head + p - w : head + p;
-    uint64_t b = (uint64_t)1 << s;
-    if (check == BK_FBF_CHECK_SIMPLE || p == 0 || p == count - 1)
-      r.single |= b;
-    else
-      r.pairs |= b;
+  uint64_t single, pairs;
+  if (check == BK_FBF_CHECK_SIMPLE) {
+    single = width_mask(count);
+    pairs = 0;
+  } else {
+    single = 1 | ((uint64_t)1 << (count - 1));
+    pairs = width_mask(count - 1) & ~(uint64_t)1;
   }
-  return r;
+  return (rule){to_physical(single, head, w), to_physical(pairs, head, w),
+                w - 1};
 }
 
 /* x: lane bits masked to W. */
