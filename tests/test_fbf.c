@@ -2680,7 +2680,7 @@ static void test_concurrent_snapshots_load(void **state) {
         "a snapshot of a live FBF was rejected (%s) after %llu refreshes: "
         "an insert that read the state two refreshes earlier wrote into "
         "a slot already dropped and swept (src/fbf/fbf.c "
-        "insert_hash_raw)",
+        "insert_locked)",
         bk_status_name(first_bad), (unsigned long long)now);
 }
 

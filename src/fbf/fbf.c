@@ -245,7 +245,7 @@ static bool check_hash(const bk_fbf *f, bk_hash h, bk_fbf_check check) {
 /* Set the future and present bits of lane j; one locked OR when both
  * land in one word (the usual case), none when they are already set. A bit
  * found set stays set: only a later refresh could clear it, and that waits
- * for this insert (see insert_lanes). */
+ * for this insert (see insert_locked). */
 static inline void set_lane_bits(bk_fbf *f, uint64_t lane, unsigned future,
                                  unsigned present) {
   uint64_t bf = lane + future, bp = lane + present;
@@ -263,41 +263,62 @@ static inline void set_lane_bits(bk_fbf *f, uint64_t lane, unsigned future,
     __atomic_fetch_or(&f->words[wp], mp, __ATOMIC_RELAXED);
 }
 
-/* Put the key into the future and present filters of the current state.
- * The insert registers in its generation's in-flight count and re-reads
- * the state (seq_cst both): either the refresher's wait sees it, or it sees
- * the new state and starts over. Registered, it finishes under its state
- * before any later refresh clears a slot, so its bits and counts always
- * land in that state's future and present. */
-static void insert_lanes(bk_fbf *f, bk_hash h, const uint64_t *lanes) {
-  unsigned stripe = (unsigned)(h.hi % BK__FBF_STRIPES);
-  for (;;) {
-    uint64_t st = __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
-    uint64_t gen = BK__ST_GEN(st);
-    uint64_t *active = &f->active[gen & 1][stripe][0];
-    __atomic_fetch_add(active, 1, __ATOMIC_SEQ_CST);
-    if (BK__ST_GEN(__atomic_load_n(&f->state, __ATOMIC_SEQ_CST)) != gen) {
-      __atomic_fetch_sub(active, 1, __ATOMIC_RELEASE);
-      continue;
-    }
-    unsigned head = BK__ST_HEAD(st);
-    unsigned present = head + 1 == f->width ? 0 : head + 1;
-    if (BK__ST_SWEEP(st))
-      for (unsigned i = 0; i < f->k; i++)
-        ensure_swept(f, chunk_of_bit(f, lanes[i]), gen);
-    /* Counted before its bits are set (release fence): whoever sees a bit
-     * then reads the counts after an acquire fence (a snapshot) finds the
-     * insert counted, so a slot's count is never 0 while it holds bits and
-     * its bits never exceed k per counted insert. */
-    uint64_t *counts = f->inserted[stripe];
-    __atomic_fetch_add(&counts[head], 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&counts[present], 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    for (unsigned i = 0; i < f->k; i++)
-      set_lane_bits(f, lanes[i], head, present);
-    __atomic_fetch_sub(active, 1, __ATOMIC_RELEASE);
-    return;
+/* Key locks are sequence locks: even while free, odd while held, +1 at
+ * each acquire and release. A refresh that sees a lock held waits only
+ * until its value changes (that holder's release), never for the lock to
+ * be free, so a stream of inserts cannot starve it. The acquire is one
+ * locked instruction (seq_cst), the release a plain store. */
+static inline uint32_t key_lock(uint32_t *l) {
+  for (unsigned spins = 0;;) {
+    uint32_t v = __atomic_load_n(l, __ATOMIC_RELAXED);
+    if (!(v & 1u) &&
+        __atomic_compare_exchange_n(l, &v, v + 1u, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_RELAXED))
+      return v + 1u;
+    bk__backoff(&spins);
   }
+}
+
+static inline void key_unlock(uint32_t *l, uint32_t held) {
+  __atomic_store_n(l, held + 1u, __ATOMIC_RELEASE);
+}
+
+static inline unsigned key_lock_index(bk_hash h) {
+  return (unsigned)((h.lo ^ h.hi) % BK__FBF_LOCKS);
+}
+
+/* Put the key into the future and present filters of the current state;
+ * the caller holds key lock `li`. The lock is the insert's registration
+ * with refreshes: it was taken (seq_cst) before the state is read here
+ * (seq_cst), and a refresh publishes its state (seq_cst) before it reads
+ * the locks (seq_cst). So either this insert reads the new state, or the
+ * refresh sees the lock held and waits for its release before it clears
+ * anything: the insert's bits and counts always land in the future and
+ * present of the state it read, as an in-flight count per generation
+ * achieved with two more locked instructions an insert. The counts are
+ * the lock's own (only its holder writes them): plain loads and stores. */
+static void insert_locked(bk_fbf *f, unsigned li, const uint64_t *lanes) {
+  uint64_t st = __atomic_load_n(&f->state, __ATOMIC_SEQ_CST);
+  uint64_t gen = BK__ST_GEN(st);
+  unsigned head = BK__ST_HEAD(st);
+  unsigned present = head + 1 == f->width ? 0 : head + 1;
+  if (BK__ST_SWEEP(st))
+    for (unsigned i = 0; i < f->k; i++)
+      ensure_swept(f, chunk_of_bit(f, lanes[i]), gen);
+  /* Counted before its bits are set (release fence): whoever sees a bit
+   * then reads the counts after an acquire fence (a snapshot) finds the
+   * insert counted, so a slot's count is never 0 while it holds bits and
+   * its bits never exceed k per counted insert. */
+  uint64_t *counts = bk__fbf_counts(f, li);
+  __atomic_store_n(&counts[head],
+                   __atomic_load_n(&counts[head], __ATOMIC_RELAXED) + 1,
+                   __ATOMIC_RELAXED);
+  __atomic_store_n(&counts[present],
+                   __atomic_load_n(&counts[present], __ATOMIC_RELAXED) + 1,
+                   __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  for (unsigned i = 0; i < f->k; i++)
+    set_lane_bits(f, lanes[i], head, present);
 }
 
 static inline bk_status hash_key(const bk_fbf *f, const void *key, size_t len,
@@ -345,7 +366,13 @@ bk_status bk_fbf_insert_hash(bk_fbf *f, bk_hash h) {
   /* Algorithm 1: only an element the check does not find is inserted. */
   uint64_t lanes[BK_K_MAX];
   key_lanes(f, h, lanes, true);
-  if (!check_lanes(f, lanes, f->check)) insert_lanes(f, h, lanes);
+  if (!check_lanes(f, lanes, f->check)) {
+    unsigned li = key_lock_index(h);
+    uint32_t *lock = bk__fbf_lock(f, li);
+    uint32_t held = key_lock(lock);
+    insert_locked(f, li, lanes);
+    key_unlock(lock, held);
+  }
   return BK_OK;
 }
 
@@ -361,11 +388,12 @@ bk_status bk_fbf_insert_if_absent_hash(bk_fbf *f, bk_hash h, bool *added) {
    * lanes are computed (and prefetched) before it. */
   uint64_t lanes[BK_K_MAX];
   key_lanes(f, h, lanes, true);
-  uint32_t *lock = bk__key_lock(&f->locks, h);
-  bk__spin_lock(lock);
+  unsigned li = key_lock_index(h);
+  uint32_t *lock = bk__fbf_lock(f, li);
+  uint32_t held = key_lock(lock);
   bool absent = !check_lanes(f, lanes, f->check);
-  if (absent) insert_lanes(f, h, lanes);
-  bk__spin_unlock(lock);
+  if (absent) insert_locked(f, li, lanes);
+  key_unlock(lock, held);
   *added = absent;
   return BK_OK;
 }
@@ -562,16 +590,19 @@ static void publish_and_sweep(bk_fbf *f, uint64_t next, uint64_t dropped) {
       f->keep_mask[p] = keep;
     }
   }
-  /* seq_cst: pairs with the inserters' registration (see insert). */
+  /* seq_cst: pairs with the inserters' key locks (see insert_locked). */
   __atomic_store_n(&f->state, next, __ATOMIC_SEQ_CST);
-  /* Grace period: inserts registered under the previous generation finish
-   * before anything is cleared. (Older generations drained at the previous
-   * refresh, which waited the same way.) */
-  uint64_t old_parity = (BK__ST_GEN(next) - 1) & 1;
-  for (unsigned i = 0; i < BK__FBF_STRIPES; i++)
-    for (unsigned spins = 0;
-         __atomic_load_n(&f->active[old_parity][i][0], __ATOMIC_ACQUIRE);)
+  /* Grace period: an insert that may have read the previous state holds
+   * its key lock; each lock seen held is waited on until that holder
+   * releases it, before anything is cleared. (Inserts under older states
+   * finished before the previous refresh got here.) */
+  for (unsigned i = 0; i < BK__FBF_LOCKS; i++) {
+    uint32_t *l = bk__fbf_lock(f, i);
+    uint32_t v = __atomic_load_n(l, __ATOMIC_SEQ_CST);
+    if (!(v & 1u)) continue;
+    for (unsigned spins = 0; __atomic_load_n(l, __ATOMIC_ACQUIRE) == v;)
       bk__backoff(&spins);
+  }
   if (!dropped) return;
   uint64_t gen = BK__ST_GEN(next);
   for (uint64_t c = 0; c < f->n_chunks; c++) ensure_swept(f, c, gen);
@@ -975,7 +1006,11 @@ bk_status bk__fbf_alloc(const bk__alloc *al, uint64_t m, unsigned k,
   bk_status s = bk__region_alloc(al, (size_t)f->n_words * 8, &f->region);
   if (s == BK_OK)
     s = bk__region_alloc(al, (size_t)f->n_chunks * 8, &f->chunk_region);
-  if (s == BK_OK) s = bk__region_alloc(al, BK__KEY_LOCKS_BYTES, &f->locks);
+  /* a lock's line, then its counts on whole lines */
+  f->lock_stride = BK_CACHE_LINE + (width * 8u + BK_CACHE_LINE - 1) /
+                                       BK_CACHE_LINE * BK_CACHE_LINE;
+  if (s == BK_OK)
+    s = bk__region_alloc(al, BK__FBF_LOCKS * f->lock_stride, &f->locks);
   if (s == BK_OK && pthread_mutex_init(&f->mu, NULL) != 0) s = BK_ENOMEM;
   if (s != BK_OK) {
     bk__region_free(al, &f->locks);

@@ -17,7 +17,9 @@
  * and inserters help with the chunks they touch (see fbf.c). */
 #define BK__FBF_CHUNK_LANES 4096u
 #define BK__FBF_TRACE_CAP 256u
-#define BK__FBF_STRIPES 8u
+/* Key locks: insert_if_absent's per-key locks, which every insert takes
+ * (see insert_locked in fbf.c), each with its own insert counts. */
+#define BK__FBF_LOCKS 64u
 
 /*
  * The published state, one atomic word so a reader sees it whole:
@@ -55,7 +57,14 @@ struct bk_fbf {
   uint64_t n_chunks;
   uint64_t *chunk_epoch; /* gen of the last sweep of each chunk; top bit busy */
   bk__region chunk_region;
-  bk__region locks; /* insert_if_absent stripes */
+  /* BK__FBF_LOCKS entries of lock_stride bytes: a u32 sequence lock (odd
+   * while held) on its own cache line, then on the next lines u64
+   * counts[W], the inserts made under that lock into each physical slot. A
+   * slot's count is the sum over the locks; only the lock's holder writes
+   * its counts (plain loads and stores), and a refresh's reset of a
+   * dropped slot's counts meets no holder writing that slot. */
+  bk__region locks;
+  size_t lock_stride;
   bk_hash_alg hash_alg;
   uint64_t seed;
   bk_fbf_check check;
@@ -63,16 +72,6 @@ struct bk_fbf {
   /* shared with readers and writers */
   uint64_t state;         /* BK__ST_* (atomic) */
   uint64_t keep_mask[64]; /* sweep: AND masks, period stride */
-  /* Inserts per physical slot, striped by key so concurrent inserters do
-   * not all bump one cache line; a slot's count is the sum of its stripes.
-   * (atomic) */
-  uint64_t inserted[BK__FBF_STRIPES][BK_FBF_MAX_FILTERS];
-  /* Inserts in flight, by the parity of the generation they write under
-   * and by stripe: a refresh waits for the previous generation's to drain
-   * before it clears anything (a grace period), so no insert that read an
-   * old state can write into a slot being cleared. (atomic) */
-  uint64_t active[2][BK__FBF_STRIPES][8]; /* [..][8]: one line a stripe */
-
   /* control, under mu */
   pthread_mutex_t mu;
   uint64_t became_present[BK_FBF_MAX_FILTERS]; /* per physical slot */
@@ -136,16 +135,26 @@ static inline bool bk__fbf_window_short(unsigned n, uint64_t t,
   return n < 2 || bk__sat_mul((uint64_t)(n - 1), t) < min_window;
 }
 
+static inline uint32_t *bk__fbf_lock(const bk_fbf *f, unsigned i) {
+  return (uint32_t *)(void *)((char *)f->locks.data + i * f->lock_stride);
+}
+
+static inline uint64_t *bk__fbf_counts(const bk_fbf *f, unsigned i) {
+  return (uint64_t *)(void *)((char *)f->locks.data + i * f->lock_stride +
+                              BK_CACHE_LINE);
+}
+
 static inline uint64_t bk__fbf_count(const bk_fbf *f, unsigned slot) {
   uint64_t total = 0;
-  for (unsigned i = 0; i < BK__FBF_STRIPES; i++)
-    total += __atomic_load_n(&f->inserted[i][slot], __ATOMIC_RELAXED);
+  for (unsigned i = 0; i < BK__FBF_LOCKS; i++)
+    total += __atomic_load_n(&bk__fbf_counts(f, i)[slot], __ATOMIC_RELAXED);
   return total;
 }
 
 static inline void bk__fbf_count_set(bk_fbf *f, unsigned slot, uint64_t v) {
-  for (unsigned i = 0; i < BK__FBF_STRIPES; i++)
-    __atomic_store_n(&f->inserted[i][slot], i == 0 ? v : 0, __ATOMIC_RELAXED);
+  for (unsigned i = 0; i < BK__FBF_LOCKS; i++)
+    __atomic_store_n(&bk__fbf_counts(f, i)[slot], i == 0 ? v : 0,
+                     __ATOMIC_RELAXED);
 }
 
 /* Prefetch the k lanes of a digest (to overlap them with other misses). */
