@@ -48,6 +48,13 @@
  *       position in the fresh ids carries over between runs, so both cycle
  *       through their filled state plus fewer than 1% n fresh ids (for the
  *       FBF: in its future and present filters).
+ *   same_memory/bloom/contains_absent, same_memory/bloom/add_if_absent
+ *       the lookups and adds above on a standard bloom of the FBF's memory,
+ *       (N + 2) m bits (64 MiB), filled with its own p-capacity at p = 0.01
+ *       (same fill fraction). The bloom of the same m is in cache for larger
+ *       N while the FBF's lanes are not (docs/design.md 6.1); against this
+ *       one, the ratio is the FBF's own cost. Targets: the same limits as
+ *       the same-m rows.
  *   memset_filter, fbf/refresh
  *       fbf/refresh times one bk_fbf_advance by one period, which performs
  *       exactly one refresh: it drops the oldest filter and sweeps its bit
@@ -201,6 +208,8 @@ typedef enum op {
   OP_FBF_CONTAINS_ABSENT_DEP,
   OP_BLOOM_ADD_IF_ABSENT,
   OP_FBF_INSERT_IF_ABSENT,
+  OP_MEM_BLOOM_CONTAINS_ABSENT,
+  OP_MEM_BLOOM_ADD_IF_ABSENT,
   OP_MEMSET_FILTER,
   OP_FBF_REFRESH,
   OP_COUNT
@@ -224,6 +233,7 @@ static const struct op_spec {
   bool baseline;
   run loop;
   bool dependent;
+  bool same_memory; /* on the bloom of the FBF's memory, not of its m */
 } ops[OP_COUNT] = {
     [OP_BLOOM_CONTAINS_ABSENT] = {"bloom/contains_absent", "", true,
                                   BLOOM_LOOKUPS, false},
@@ -237,6 +247,12 @@ static const struct op_spec {
                                 BLOOM_ADDS, false},
     [OP_FBF_INSERT_IF_ABSENT] = {"fbf/insert_if_absent", " insert", false,
                                  FBF_ADDS, false},
+    [OP_MEM_BLOOM_CONTAINS_ABSENT] = {"same_memory/bloom/contains_absent",
+                                      " same memory", true, BLOOM_LOOKUPS,
+                                      false, true},
+    [OP_MEM_BLOOM_ADD_IF_ABSENT] = {"same_memory/bloom/add_if_absent",
+                                    " same memory insert", true, BLOOM_ADDS,
+                                    false, true},
     [OP_MEMSET_FILTER] = {"memset_filter", " refresh", true, MEMSETS, false},
     [OP_FBF_REFRESH] = {"fbf/refresh", " refresh", false, REFRESHES, false},
 };
@@ -261,6 +277,7 @@ typedef struct fbf_case {
   bool refresh_verified;
   double mem_ratio, mem_const;
   bk_fx_bloom bloom; /* the bloom of the same m and k, and its scratch */
+  bk_fx_bloom bloom_mem; /* the bloom of the FBF's memory, (N + 2) m bits */
   /* memset_filter: n_filters buffers of clear_bytes, one after another */
   unsigned char *clear_buf;
   uint64_t clear_bytes, clear_next;
@@ -280,6 +297,7 @@ static uint64_t fbf_mib = FBF_MIB;
 static void release_case(fbf_case *fc) {
   bk_fbf_destroy(fc->fbf); /* frees its blocks and their snapshot copies */
   bk_fx_bloom_release(&fc->bloom);
+  bk_fx_bloom_release(&fc->bloom_mem);
   free(fc->clear_buf);
   fc->fbf = NULL;
   fc->clear_buf = NULL;
@@ -458,9 +476,9 @@ static bool ensure_fbf_state(fbf_case *fc, bk_bench_state *st, bool fresh_ok,
   return true;
 }
 
-static bool ensure_bloom(fbf_case *fc, bk_bench_state *st) {
-  if (!fc->bloom.filled) release_others(fc);
-  return bk_fx_bloom_filled(&fc->bloom, &fc->setup, st);
+static bool ensure_bloom(fbf_case *fc, bk_fx_bloom *b, bk_bench_state *st) {
+  if (!b->filled) release_others(fc);
+  return bk_fx_bloom_filled(b, &fc->setup, st);
 }
 
 static bool ensure_clear_buf(fbf_case *fc, bk_bench_state *st) {
@@ -548,11 +566,12 @@ static void bench_fbf(bk_bench_state *st, void *p) {
   fbf_case *fc = arg->fc;
   const struct op_spec *o = &ops[arg->which];
   uint64_t *rng = &fc->rng[arg->which];
+  bk_fx_bloom *bloom = o->same_memory ? &fc->bloom_mem : &fc->bloom;
   bk_fx_tally t;
   switch (o->loop) {
     case BLOOM_LOOKUPS:
-      if (!ensure_bloom(fc, st)) return;
-      t = bk_fx_lookups(st, bk_fx_bloom_contains, fc->bloom.filled, rng,
+      if (!ensure_bloom(fc, bloom, st)) return;
+      t = bk_fx_lookups(st, bk_fx_bloom_contains, bloom->filled, rng,
                         BK_FX_ABSENT, o->dependent);
       bk_fx_report(st, t, "hit_rate", false, "bk_bloom_contains failed");
       break;
@@ -565,11 +584,11 @@ static void bench_fbf(bk_bench_state *st, void *p) {
         report_fbf(st, fc);
       break;
     case BLOOM_ADDS:
-      if (!ensure_bloom(fc, st) ||
-          !bk_fx_bloom_scratch(&fc->bloom, &fc->setup, st))
+      if (!ensure_bloom(fc, bloom, st) ||
+          !bk_fx_bloom_scratch(bloom, &fc->setup, st))
         return;
-      t = bk_fx_fresh_adds(st, bk_fx_bloom_add_if_absent, fc->bloom.scratch,
-                           &fc->bloom.fresh);
+      t = bk_fx_fresh_adds(st, bk_fx_bloom_add_if_absent, bloom->scratch,
+                           &bloom->fresh);
       bk_fx_report(st, t, "new_rate", false,
                    "bk_bloom_add_if_absent or the scratch reset failed");
       break;
@@ -616,6 +635,12 @@ static void register_targets(void) {
       {"fbf insert_if_absent vs bloom add_if_absent, fresh ids, %llu MiB, "
        "N=%u",
        OP_FBF_INSERT_IF_ABSENT, OP_BLOOM_ADD_IF_ABSENT, INSERT_LIMIT},
+      {"fbf contains absent vs standard bloom of the fbf's memory, "
+       "(N+2) m bits, %llu MiB, N=%u",
+       OP_FBF_CONTAINS_ABSENT, OP_MEM_BLOOM_CONTAINS_ABSENT, CONTAINS_LIMIT},
+      {"fbf insert_if_absent vs bloom add_if_absent, bloom of the fbf's "
+       "memory, %llu MiB, N=%u",
+       OP_FBF_INSERT_IF_ABSENT, OP_MEM_BLOOM_ADD_IF_ABSENT, INSERT_LIMIT},
       {"fbf memory <= 1.1 x (N+2) m/8 + const, %llu MiB, N=%u",
        OP_FBF_CONTAINS_ABSENT, OP_COUNT, MEMORY_LIMIT},
       {"fbf refresh (one advance) vs memset of one filter (m/8 B), %llu MiB, "
@@ -643,7 +668,9 @@ static void register_targets(void) {
       "  1 MiB with --bk_quick), k=7, each holding the bloom's p-capacity n\n"
       "  (~52% of bits set; the future ~30%). The bloom rows: a standard\n"
       "  bk_bloom of the same m and k, m/8 bytes, so for larger N mostly in\n"
-      "  cache while the FBF's lanes are not. Both take fresh ids from their\n"
+      "  cache while the FBF's lanes are not; the same_memory rows: one of\n"
+      "  (N+2) m bits, the FBF's memory, holding its p-capacity likewise.\n"
+      "  All take fresh ids from their\n"
       "  filled state, reset every 1% of n. est_fpp: bk_fbf_estimated_fpp,\n"
       "  to compare with the measured hit_rate. mem_ratio = "
       "bk_fbf_info.memory\n"
@@ -677,6 +704,18 @@ static void set_up_case(int c) {
   b->k = DESIGN_K;
   b->fpp = TARGET_FPP;
   b->n_keys = fc->n_keys;
+  bk_fx_bloom *bm = &fc->bloom_mem;
+  snprintf(bm->label, sizeof bm->label, "standard bloom %lluMiB for fbf N=%u",
+           (unsigned long long)fbf_mib, fc->n_past);
+  bm->layout = BK_BLOOM_STANDARD;
+  bm->m_bits = fc->m_bits * fc->n_filters;
+  bm->k = DESIGN_K;
+  bm->fpp = TARGET_FPP;
+  if (bk_params_p_capacity(bm->m_bits, TARGET_FPP, &bm->n_keys) != BK_OK ||
+      bm->n_keys < 2) {
+    bk_fx_fail(&fc->setup, NULL, "bk_params_p_capacity failed");
+    bm->n_keys = 2;
+  }
   for (int o = 0; o < OP_COUNT; o++) {
     fc->rng[o] = bk_fx_stream(5000 + (uint64_t)(c * 100 + o));
     args[c][o] = (bench_arg){fc, (op)o};
