@@ -54,11 +54,10 @@
 #error "bloom.h's probes need C99 and GCC or Clang"
 #endif
 #include "bloomkit/params.h"
-/* xxHash's header-only mode (as in hash.c): the default hash is compiled
- * into the probe paths here, with no call through the PLT to bk__hash. */
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
+/* xxHash's header-only mode (hash_fast.h, as in hash.c): the default hash
+ * is compiled into the probe paths here, with no call through the PLT to
+ * bk__hash. */
+#include "hash_fast.h"
 #include "hash_inline.h"
 #include "internal.h"
 #include "sync.h"
@@ -112,11 +111,7 @@ struct bk_bloom {
  * with no stack frame; longer keys go to a body of their own. */
 static inline __attribute__((always_inline)) bk_hash digest_xxh3_short(
     const bk_bloom *b, const void *key, size_t len) {
-  XXH128_hash_t x = len == 8 ? XXH3_len_0to16_128b((const xxh_u8 *)key, 8,
-                                                   XXH3_kSecret, b->seed)
-                             : XXH3_len_0to16_128b((const xxh_u8 *)key, len,
-                                                   XXH3_kSecret, b->seed);
-  return (bk_hash){x.low64, x.high64};
+  return bk__xxh3_short(b->seed, key, len);
 }
 
 static inline __attribute__((always_inline)) bk_hash digest_xxh3_long(

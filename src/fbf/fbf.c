@@ -48,6 +48,7 @@
 #include <stdlib.h>
 
 #include "fbf_internal.h"
+#include "core/hash_fast.h"
 #include "core/sync.h"
 #include "bloomkit/params.h"
 
@@ -337,7 +338,7 @@ static inline bk_status hash_key(const bk_fbf *f, const void *key, size_t len,
   BK_RETURN_IF(!f || (!key && len), BK_EINVAL);
   BK_RETURN_IF(f->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
                BK_EINVAL);
-  *out = bk__hash(f->hash_alg, f->seed, key, len);
+  *out = bk__hash_fast(f->hash_alg, f->seed, key, len);
   return BK_OK;
 }
 

@@ -22,6 +22,7 @@
 #include "bloomkit/fbf.h"
 #include "bloomkit/params.h"
 #include "bloomkit/rbf.h"
+#include "core/hash_fast.h"
 #include "core/hash_inline.h"
 #include "core/internal.h"
 #include "fbf_internal.h"
@@ -70,7 +71,7 @@ struct bk_idem {
 /* ---- the table ---------------------------------------------------------- */
 
 static bk_hash key_hash(const bk_idem *t, const void *key, size_t len) {
-  return bk__hash(t->hash_alg, t->seed, key, len);
+  return bk__hash_fast(t->hash_alg, t->seed, key, len);
 }
 
 static inline stripe *stripe_of(const bk_idem *t, bk_hash h) {
@@ -304,7 +305,7 @@ static bk_hash op_hash(const bk_idem *t, bk_idem_op_id id) {
   unsigned char buf[16];
   bk__store_le64(buf, id.client);
   bk__store_le64(buf + 8, id.seq);
-  return bk__hash(t->hash_alg, t->seed ^ 0x5EEDu, buf, sizeof buf);
+  return bk__hash_fast(t->hash_alg, t->seed ^ 0x5EEDu, buf, sizeof buf);
 }
 
 bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
