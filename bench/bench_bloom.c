@@ -38,9 +38,10 @@
  *                operations: throughput, and how much overlap a short code
  *                path buys (groups "1MiB" ...). The adds are measured this way.
  *   batched      the batch APIs (bk_bloom_contains_many, bk_bloom_add_many),
- *                MANY_BATCH keys a call, in the independent groups and against
- *                the same baseline: throughput when the library hashes and
- *                prefetches ahead itself. The keys come from the same
+ *                BK_FX_MANY (256) keys a call (fixture.h's batch loops), in
+ *                the independent groups and against the same baseline:
+ *                throughput when the library hashes and prefetches ahead
+ *                itself. The keys come from the same
  *                generators; the key, pointer and length arrays are built per
  *                call inside the timed loop, as a caller would, and every key
  *                counts as one operation, so ns/op is per key.
@@ -70,7 +71,6 @@
 #define TARGET_FPP 0.01
 #define DESIGN_K 7u
 #define MIN_TIME 0.2    /* seconds per benchmark */
-#define MANY_BATCH 256u /* keys per call of the batch APIs */
 
 /* ---- the cases ---------------------------------------------------------- */
 
@@ -81,7 +81,7 @@ typedef enum op {
   OP_ADD_IF_ABSENT,
   OP_CONTAINS_PRESENT_DEP, /* dependent: key from the previous answer */
   OP_CONTAINS_ABSENT_DEP,
-  /* Batched (MANY_BATCH keys a call). Appended, so the generator streams
+  /* Batched (BK_FX_MANY keys a call). Appended, so the generator streams
    * (seeded by op number) of the cases above stay what they were. */
   OP_CONTAINS_MANY_PRESENT,
   OP_CONTAINS_MANY_ABSENT,
@@ -211,75 +211,6 @@ static const char *layout_name(bk_bloom_layout layout) {
 
 /* ---- the batched loops -------------------------------------------------- */
 
-/* The arrays a batch call takes; the pointers and lengths are rewritten for
- * every call, as a caller building a batch would. */
-typedef struct key_batch {
-  uint64_t key[MANY_BATCH];
-  const void *ptr[MANY_BATCH];
-  size_t len[MANY_BATCH];
-} key_batch;
-
-BK_FX_INLINE void batch_set(key_batch *kb, unsigned i, uint64_t key) {
-  kb->key[i] = key;
-  kb->ptr[i] = &kb->key[i];
-  kb->len[i] = sizeof kb->key[i];
-}
-
-/* contains_many on MANY_BATCH keys a call; `present` is a constant at each
- * call site. Keys as in the single-key lookups. */
-BK_FX_INLINE bk_fx_tally contains_many_loop(bk_bench_state *st,
-                                            const bk_bloom *b, uint64_t *rng,
-                                            uint64_t n_keys, bool present) {
-  key_batch kb;
-  bool out[MANY_BATCH];
-  memset(out, 0, sizeof out); /* defined even if a call fails */
-  uint64_t state = *rng, n, hits = 0;
-  int bad = 0;
-  while ((n = bk_bench_batch_of(st, MANY_BATCH)) != 0) {
-    for (uint64_t r = 0; r < n; r += MANY_BATCH) {
-      for (unsigned i = 0; i < MANY_BATCH; i++)
-        batch_set(&kb, i,
-                  present ? bk_fx_present_key(&state, n_keys)
-                          : bk_fx_absent_key(&state));
-      bad |= bk_bloom_contains_many(b, kb.ptr, kb.len, MANY_BATCH, out);
-      for (unsigned i = 0; i < MANY_BATCH; i++) hits += out[i];
-    }
-  }
-  *rng = state;
-  bk_bench_sink_u64(hits);
-  return (bk_fx_tally){hits, bad != 0, BK_OK};
-}
-
-static bk_fx_tally contains_many(bk_bench_state *st, const bk_bloom *b,
-                                 uint64_t *rng, uint64_t n_present) {
-  if (n_present != BK_FX_ABSENT)
-    return contains_many_loop(st, b, rng, n_present, true);
-  return contains_many_loop(st, b, rng, 0, false);
-}
-
-/* add_many on MANY_BATCH fresh keys a call, resetting the scratch before a
- * call that would pass the budget, so calls are always whole. */
-static bk_fx_tally add_many(bk_bench_state *st, bk_fx_bloom *b) {
-  bk_fx_fresh *fresh = &b->fresh;
-  const uint64_t budget = fresh->budget; /* >= 1024 >= MANY_BATCH */
-  uint64_t used = fresh->used, n;
-  key_batch kb;
-  int bad = 0;
-  while ((n = bk_bench_batch_of(st, MANY_BATCH)) != 0) {
-    for (uint64_t r = 0; r < n; r += MANY_BATCH) {
-      if (budget - used < MANY_BATCH) {
-        bad |= bk_fx_fresh_reset(st, fresh);
-        used = 0;
-      }
-      for (unsigned i = 0; i < MANY_BATCH; i++)
-        batch_set(&kb, i, bk_fx_fresh_key(used++));
-      bad |= bk_bloom_add_many(b->scratch, kb.ptr, kb.len, MANY_BATCH);
-    }
-  }
-  fresh->used = used;
-  return (bk_fx_tally){0, bad != 0, BK_OK};
-}
-
 /* ---- the benchmark bodies ----------------------------------------------- */
 
 static void bench_filter(bk_bench_state *st, void *p) {
@@ -299,7 +230,8 @@ static void bench_filter(bk_bench_state *st, void *p) {
                         o->dependent);
       break;
     case LOOKUPS_MANY:
-      t = contains_many(st, b->filled, rng, n_present);
+      t = bk_fx_lookups_many(st, bk_fx_bloom_contains_many, b->filled, rng,
+                             n_present);
       break;
     case ADDS:
       t = bk_fx_fresh_adds(st, bk_fx_bloom_add, b->scratch, &b->fresh);
@@ -309,7 +241,8 @@ static void bench_filter(bk_bench_state *st, void *p) {
                            &b->fresh);
       break;
     case ADDS_MANY:
-      t = add_many(st, b);
+      t = bk_fx_fresh_adds_many(st, bk_fx_bloom_add_many_report, b->scratch,
+                                &b->fresh, false);
       break;
     case ADDS_SW:
     case ADDS_IF_ABSENT_SW:

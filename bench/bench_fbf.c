@@ -48,6 +48,11 @@
  *       position in the fresh ids carries over between runs, so both cycle
  *       through their filled state plus fewer than 1% n fresh ids (for the
  *       FBF: in its future and present filters).
+ *   fbf/contains_many_absent, fbf/insert_if_absent_many
+ *       the FBF rows above through the batch calls, BK_FX_MANY (256) keys a
+ *       call (fixture.h's batch loops): the library prefetches the lanes of
+ *       the keys ahead, so the misses of several keys overlap. Reported
+ *       against the same single-key bloom rows (informational).
  *   same_memory/bloom/contains_absent, same_memory/bloom/add_if_absent
  *       the lookups and adds above on a standard bloom of the FBF's memory,
  *       (N + 2) m bits (64 MiB), filled with its own p-capacity at p = 0.01
@@ -210,6 +215,8 @@ typedef enum op {
   OP_FBF_INSERT_IF_ABSENT,
   OP_MEM_BLOOM_CONTAINS_ABSENT,
   OP_MEM_BLOOM_ADD_IF_ABSENT,
+  OP_FBF_CONTAINS_MANY_ABSENT,
+  OP_FBF_INSERT_IF_ABSENT_MANY,
   OP_MEMSET_FILTER,
   OP_FBF_REFRESH,
   OP_COUNT
@@ -221,6 +228,8 @@ typedef enum run {
   FBF_LOOKUPS,
   BLOOM_ADDS,
   FBF_ADDS,
+  FBF_LOOKUPS_MANY,
+  FBF_ADDS_MANY,
   MEMSETS,
   REFRESHES
 } run;
@@ -253,6 +262,10 @@ static const struct op_spec {
     [OP_MEM_BLOOM_ADD_IF_ABSENT] = {"same_memory/bloom/add_if_absent",
                                     " same memory insert", true, BLOOM_ADDS,
                                     false, true},
+    [OP_FBF_CONTAINS_MANY_ABSENT] = {"fbf/contains_many_absent", "", false,
+                                     FBF_LOOKUPS_MANY, false},
+    [OP_FBF_INSERT_IF_ABSENT_MANY] = {"fbf/insert_if_absent_many", " insert",
+                                      false, FBF_ADDS_MANY, false},
     [OP_MEMSET_FILTER] = {"memset_filter", " refresh", true, MEMSETS, false},
     [OP_FBF_REFRESH] = {"fbf/refresh", " refresh", false, REFRESHES, false},
 };
@@ -322,6 +335,15 @@ static bk_status fbf_insert(void *f, const void *key, size_t len, bool *added) {
 static bk_status fbf_insert_if_absent(void *f, const void *key, size_t len,
                                       bool *added) {
   return bk_fbf_insert_if_absent(f, key, len, added);
+}
+static bk_status fbf_contains_many(const void *f, const void *const *keys,
+                                   const size_t *lens, size_t n, bool *found) {
+  return bk_fbf_contains_many(f, keys, lens, n, found);
+}
+static bk_status fbf_insert_if_absent_many(void *f, const void *const *keys,
+                                           const size_t *lens, size_t n,
+                                           bool *added) {
+  return bk_fbf_insert_if_absent_many(f, keys, lens, n, added);
 }
 
 /* ---- building ------------------------------------------------------------ */
@@ -602,6 +624,23 @@ static void bench_fbf(bk_bench_state *st, void *p) {
         bk_fx_report(st, t, "new_rate", false,
                      "bk_fbf_insert_if_absent failed");
       break;
+    case FBF_LOOKUPS_MANY:
+      if (!ensure_fbf_state(fc, st, false, false)) return;
+      t = bk_fx_lookups_many(st, fbf_contains_many, fc->fbf, rng,
+                             BK_FX_ABSENT);
+      bk_fx_report(st, t, "hit_rate", false, "bk_fbf_contains_many failed");
+      break;
+    case FBF_ADDS_MANY:
+      if (!ensure_fbf_state(fc, st, true, false)) return;
+      t = bk_fx_fresh_adds_many(st, fbf_insert_if_absent_many, fc->fbf,
+                                &fc->fresh, true);
+      if (t.reset != BK_OK)
+        bk_fx_fail(&fc->setup, st, "FBF reset (snapshot restore): %s",
+                   bk_strerror(t.reset));
+      else
+        bk_fx_report(st, t, "new_rate", false,
+                     "bk_fbf_insert_if_absent_many failed");
+      break;
     case MEMSETS:
       if (ensure_clear_buf(fc, st)) memset_filter(st, fc);
       break;
@@ -641,6 +680,12 @@ static void register_targets(void) {
       {"fbf insert_if_absent vs bloom add_if_absent, bloom of the fbf's "
        "memory, %llu MiB, N=%u",
        OP_FBF_INSERT_IF_ABSENT, OP_MEM_BLOOM_ADD_IF_ABSENT, INSERT_LIMIT},
+      {"fbf contains_many absent (256 a call) vs single-key bloom same m, "
+       "%llu MiB, N=%u",
+       OP_FBF_CONTAINS_MANY_ABSENT, OP_BLOOM_CONTAINS_ABSENT, BK_FX_INFO},
+      {"fbf insert_if_absent_many (256 a call) vs single-key bloom "
+       "add_if_absent same m, %llu MiB, N=%u",
+       OP_FBF_INSERT_IF_ABSENT_MANY, OP_BLOOM_ADD_IF_ABSENT, BK_FX_INFO},
       {"fbf memory <= 1.1 x (N+2) m/8 + const, %llu MiB, N=%u",
        OP_FBF_CONTAINS_ABSENT, OP_COUNT, MEMORY_LIMIT},
       {"fbf refresh (one advance) vs memset of one filter (m/8 B), %llu MiB, "

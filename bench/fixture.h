@@ -46,6 +46,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "bloomkit/bloom.h"
 #include "bloomkit/hash.h"
@@ -210,6 +211,75 @@ BK_FX_INLINE bk_fx_tally bk_fx_lookups(bk_bench_state *st,
              : bk_fx__lookup_loop(st, contains, target, rng, 0, false, false);
 }
 
+/* ---- batches ---- */
+
+/** Keys per call of the batch loops. */
+#define BK_FX_MANY 256u
+
+/** One call's keys: values, pointers to them and their lengths, rebuilt
+ *  before every call, as a caller building a batch would. */
+typedef struct bk_fx_key_batch {
+  uint64_t key[BK_FX_MANY];
+  const void *ptr[BK_FX_MANY];
+  size_t len[BK_FX_MANY];
+} bk_fx_key_batch;
+
+BK_FX_INLINE void bk_fx_batch_set(bk_fx_key_batch *kb, unsigned i,
+                                  uint64_t key) {
+  kb->key[i] = key;
+  kb->ptr[i] = &kb->key[i];
+  kb->len[i] = sizeof kb->key[i];
+}
+
+/** A batch lookup (bk_x_contains_many behind an adapter). */
+typedef bk_status (*bk_fx_lookup_many_fn)(const void *target,
+                                          const void *const *keys,
+                                          const size_t *lens, size_t n,
+                                          bool *found);
+/** A batch add; `added` may be NULL for an add that reports nothing. */
+typedef bk_status (*bk_fx_add_many_report_fn)(void *target,
+                                              const void *const *keys,
+                                              const size_t *lens, size_t n,
+                                              bool *added);
+
+/* bk_fx_lookups_many's loop, `present` a constant (internal). */
+BK_FX_INLINE bk_fx_tally bk_fx__lookup_many_loop(
+    bk_bench_state *st, bk_fx_lookup_many_fn contains_many,
+    const void *target, uint64_t *rng, uint64_t n_present, bool present) {
+  bk_fx_key_batch kb;
+  bool out[BK_FX_MANY];
+  memset(out, 0, sizeof out); /* defined even if a call fails */
+  uint64_t state = *rng, n, hits = 0;
+  int bad = 0;
+  while ((n = bk_bench_batch_of(st, BK_FX_MANY)) != 0) {
+    for (uint64_t r = 0; r < n; r += BK_FX_MANY) {
+      for (unsigned i = 0; i < BK_FX_MANY; i++)
+        bk_fx_batch_set(&kb, i,
+                        present ? bk_fx_present_key(&state, n_present)
+                                : bk_fx_absent_key(&state));
+      bad |= contains_many(target, kb.ptr, kb.len, BK_FX_MANY, out);
+      for (unsigned i = 0; i < BK_FX_MANY; i++) hits += out[i];
+    }
+  }
+  *rng = state;
+  bk_bench_sink_u64(hits);
+  return (bk_fx_tally){hits, bad != 0, BK_OK};
+}
+
+/**
+ * The timed loop of batch lookups, BK_FX_MANY keys a call, keys as in
+ * bk_fx_lookups (independent).
+ */
+BK_FX_INLINE bk_fx_tally bk_fx_lookups_many(bk_bench_state *st,
+                                            bk_fx_lookup_many_fn contains_many,
+                                            const void *target, uint64_t *rng,
+                                            uint64_t n_present) {
+  if (n_present != BK_FX_ABSENT)
+    return bk_fx__lookup_many_loop(st, contains_many, target, rng, n_present,
+                                   true);
+  return bk_fx__lookup_many_loop(st, contains_many, target, rng, 0, false);
+}
+
 /**
  * Fresh keys for adds, and how to undo them: adds of fresh keys would
  * overfill a filled structure (a short run adds many times its capacity),
@@ -259,6 +329,42 @@ BK_FX_INLINE bk_fx_tally bk_fx_fresh_adds(bk_bench_state *st, bk_fx_add_fn add,
   return (bk_fx_tally){added, bad != 0 || reset != BK_OK, reset};
 }
 
+/**
+ * bk_fx_fresh_adds with batch adds, BK_FX_MANY fresh keys a call, resetting
+ * before a call that would pass the budget, so calls are always whole
+ * (budgets are at least 1024). hits: the adds that reported a new key
+ * (none when `report` is false: add gets NULL).
+ */
+BK_FX_INLINE bk_fx_tally bk_fx_fresh_adds_many(bk_bench_state *st,
+                                               bk_fx_add_many_report_fn add,
+                                               void *target,
+                                               bk_fx_fresh *fresh,
+                                               bool report) {
+  const uint64_t budget = fresh->budget;
+  uint64_t used = fresh->used, n, added = 0;
+  bk_fx_key_batch kb;
+  bool out[BK_FX_MANY];
+  memset(out, 0, sizeof out);
+  int bad = 0;
+  bk_status reset = BK_OK;
+  while (reset == BK_OK && (n = bk_bench_batch_of(st, BK_FX_MANY)) != 0) {
+    for (uint64_t r = 0; r < n; r += BK_FX_MANY) {
+      if (budget - used < BK_FX_MANY) {
+        reset = bk_fx_fresh_reset(st, fresh);
+        used = 0;
+        if (reset != BK_OK) break;
+      }
+      for (unsigned i = 0; i < BK_FX_MANY; i++)
+        bk_fx_batch_set(&kb, i, bk_fx_fresh_key(used++));
+      bad |= add(target, kb.ptr, kb.len, BK_FX_MANY, report ? out : NULL);
+      if (report)
+        for (unsigned i = 0; i < BK_FX_MANY; i++) added += out[i];
+    }
+  }
+  fresh->used = used;
+  return (bk_fx_tally){added, bad != 0 || reset != BK_OK, reset};
+}
+
 /* ---- reporting ----------------------------------------------------------- */
 
 /** Report counter `counter` = count / iterations of this run (0 if none). */
@@ -297,6 +403,20 @@ static inline bk_status bk_fx_bloom_add(void *b, const void *key, size_t len,
 }
 static inline bk_status bk_fx_bloom_add_many(void *b, const void *const *keys,
                                              const size_t *lens, size_t n) {
+  return bk_bloom_add_many((bk_bloom *)b, keys, lens, n);
+}
+static inline bk_status bk_fx_bloom_contains_many(const void *b,
+                                                  const void *const *keys,
+                                                  const size_t *lens, size_t n,
+                                                  bool *found) {
+  return bk_bloom_contains_many((const bk_bloom *)b, keys, lens, n, found);
+}
+/* bk_bloom_add_many reports nothing: `added` is NULL from the loop. */
+static inline bk_status bk_fx_bloom_add_many_report(void *b,
+                                                    const void *const *keys,
+                                                    const size_t *lens,
+                                                    size_t n, bool *added) {
+  (void)added;
   return bk_bloom_add_many((bk_bloom *)b, keys, lens, n);
 }
 static inline bk_status bk_fx_bloom_add_if_absent(void *b, const void *key,

@@ -373,11 +373,8 @@ bk_status bk_fbf_contains(const bk_fbf *f, const void *key, size_t len,
   return BK_OK;
 }
 
-bk_status bk_fbf_insert_hash(bk_fbf *f, bk_hash h) {
-  BK_RETURN_IF(!f, BK_EINVAL);
-  /* Algorithm 1: only an element the check does not find is inserted. */
-  uint64_t lanes[BK_K_MAX];
-  key_lanes(f, h, lanes, true);
+/* Algorithm 1: only an element the check does not find is inserted. */
+static inline void insert_checked(bk_fbf *f, bk_hash h, const uint64_t *lanes) {
   if (!check_lanes(f, lanes, f->check)) {
     unsigned li = key_lock_index(h);
     uint32_t *lock = bk__fbf_lock(f, li);
@@ -385,6 +382,26 @@ bk_status bk_fbf_insert_hash(bk_fbf *f, bk_hash h) {
     insert_locked(f, li, lanes);
     key_unlock(lock, held);
   }
+}
+
+/* "Absent, now inserted", decided once under the key's lock; the lanes are
+ * computed (and prefetched) before it. */
+static inline bool insert_if_absent_lanes(bk_fbf *f, bk_hash h,
+                                          const uint64_t *lanes) {
+  unsigned li = key_lock_index(h);
+  uint32_t *lock = bk__fbf_lock(f, li);
+  uint32_t held = key_lock(lock);
+  bool absent = !check_lanes(f, lanes, f->check);
+  if (absent) insert_locked(f, li, lanes);
+  key_unlock(lock, held);
+  return absent;
+}
+
+bk_status bk_fbf_insert_hash(bk_fbf *f, bk_hash h) {
+  BK_RETURN_IF(!f, BK_EINVAL);
+  uint64_t lanes[BK_K_MAX];
+  key_lanes(f, h, lanes, true);
+  insert_checked(f, h, lanes);
   return BK_OK;
 }
 
@@ -396,17 +413,9 @@ bk_status bk_fbf_insert(bk_fbf *f, const void *key, size_t len) {
 
 bk_status bk_fbf_insert_if_absent_hash(bk_fbf *f, bk_hash h, bool *added) {
   BK_RETURN_IF(!f || !added, BK_EINVAL);
-  /* "Absent, now inserted" is decided once under the key's lock; the
-   * lanes are computed (and prefetched) before it. */
   uint64_t lanes[BK_K_MAX];
   key_lanes(f, h, lanes, true);
-  unsigned li = key_lock_index(h);
-  uint32_t *lock = bk__fbf_lock(f, li);
-  uint32_t held = key_lock(lock);
-  bool absent = !check_lanes(f, lanes, f->check);
-  if (absent) insert_locked(f, li, lanes);
-  key_unlock(lock, held);
-  *added = absent;
+  *added = insert_if_absent_lanes(f, h, lanes);
   return BK_OK;
 }
 
@@ -416,6 +425,85 @@ bk_status bk_fbf_insert_if_absent(bk_fbf *f, const void *key, size_t len,
   BK_RETURN_IF(!added, BK_EINVAL);
   BK_TRY(hash_key(f, key, len, &h));
   return bk_fbf_insert_if_absent_hash(f, h, added);
+}
+
+/* ---- batches --------------------------------------------------------------
+ * Key i is processed while the lanes of keys i + 1 .. i + FBF_AHEAD - 1 are
+ * on their way: a ring of FBF_AHEAD digests and lane arrays (4 KiB of
+ * stack at most). Eight keys of k = 7 are up to 56 lines in flight, more
+ * than a core's miss buffers, so a longer ring would only cost stack. Each
+ * key's operation is the single-key call's, in order. */
+#define FBF_AHEAD 8u
+
+static bk_status check_keys(const bk_fbf *f, const void *const *keys,
+                            const size_t *lens, size_t n, const void *out) {
+  BK_RETURN_IF(!f, BK_EINVAL);
+  if (!n) return BK_OK;
+  BK_RETURN_IF(!keys || !lens || !out, BK_EINVAL);
+  for (size_t i = 0; i < n; i++) {
+    BK_RETURN_IF(!keys[i] && lens[i], BK_EINVAL);
+    BK_RETURN_IF(f->hash_alg == BK_HASH_MURMUR3 && lens[i] > (size_t)INT32_MAX,
+                 BK_EINVAL);
+  }
+  return BK_OK;
+}
+
+/* DIGEST(i): key i's digest; BODY uses i, h (bk_hash) and lanes. */
+#define FBF_BATCH(f, n, WRITE, DIGEST, BODY)                        \
+  do {                                                              \
+    bk_hash ring_h_[FBF_AHEAD];                                     \
+    uint64_t ring_l_[FBF_AHEAD][BK_K_MAX];                          \
+    size_t lead_ = (n) < FBF_AHEAD ? (n) : FBF_AHEAD;               \
+    for (size_t j_ = 0; j_ < lead_; j_++) {                         \
+      ring_h_[j_] = DIGEST(j_);                                     \
+      key_lanes((f), ring_h_[j_], ring_l_[j_], (WRITE));            \
+    }                                                               \
+    for (size_t i = 0; i < (n); i++) {                              \
+      size_t r_ = i % FBF_AHEAD;                                    \
+      const bk_hash h = ring_h_[r_];                                \
+      const uint64_t *lanes = ring_l_[r_];                          \
+      (void)h;                                                      \
+      BODY;                                                         \
+      if (i + FBF_AHEAD < (n)) {                                    \
+        ring_h_[r_] = DIGEST(i + FBF_AHEAD);                        \
+        key_lanes((f), ring_h_[r_], ring_l_[r_], (WRITE));          \
+      }                                                             \
+    }                                                               \
+  } while (0)
+
+#define KEY_DIGEST(j) bk__hash_fast(f->hash_alg, f->seed, keys[j], lens[j])
+#define GIVEN_DIGEST(j) hashes[j]
+
+bk_status bk_fbf_contains_many(const bk_fbf *f, const void *const *keys,
+                               const size_t *lens, size_t n, bool *out) {
+  BK_TRY(check_keys(f, keys, lens, n, out));
+  FBF_BATCH(f, n, false, KEY_DIGEST,
+            { out[i] = check_lanes(f, lanes, f->check); });
+  return BK_OK;
+}
+
+bk_status bk_fbf_contains_many_hash(const bk_fbf *f, const bk_hash *hashes,
+                                    size_t n, bool *out) {
+  BK_RETURN_IF(!f || (n && (!hashes || !out)), BK_EINVAL);
+  FBF_BATCH(f, n, false, GIVEN_DIGEST,
+            { out[i] = check_lanes(f, lanes, f->check); });
+  return BK_OK;
+}
+
+bk_status bk_fbf_insert_many(bk_fbf *f, const void *const *keys,
+                             const size_t *lens, size_t n) {
+  BK_TRY(check_keys(f, keys, lens, n, lens));
+  FBF_BATCH(f, n, true, KEY_DIGEST, { insert_checked(f, h, lanes); });
+  return BK_OK;
+}
+
+bk_status bk_fbf_insert_if_absent_many(bk_fbf *f, const void *const *keys,
+                                       const size_t *lens, size_t n,
+                                       bool *added) {
+  BK_TRY(check_keys(f, keys, lens, n, added));
+  FBF_BATCH(f, n, true, KEY_DIGEST,
+            { added[i] = insert_if_absent_lanes(f, h, lanes); });
+  return BK_OK;
 }
 
 /* ---- sizing by the whole filter's rate (fbf.h) --------------------------- */
