@@ -39,6 +39,7 @@
 #include "bloomkit/hash.h"
 #include "bloomkit/params.h"
 #include "core/internal.h"
+#include "fbf/fbf_internal.h"
 
 /* Sanitizer and unoptimised builds run the heavy tests with less work; the
  * statistical tolerances below are computed from the sample sizes used. */
@@ -3169,6 +3170,142 @@ static void expect_create_einval(const bk_fbf_config *cfg, const char *what) {
   assert_ptr_equal(f, SENTINEL);
 }
 
+/*
+ * A refresh publishes its state, then waits out the inserts that read the
+ * old one (its grace period) before it sweeps. An insert under the new
+ * state that reaches an unswept chunk first sweeps it itself, and that can
+ * happen during the grace period, while an insert under the old state
+ * still ORs its bits (into the old future and present, never a dropped
+ * slot) into the same words. A sweep that cleared a word with a plain load
+ * and store wrote back the word as loaded and erased such a bit: an insert
+ * that reported "added" was not found afterwards (found in review; a
+ * window of a few instructions). Staged here with the test hook, step by
+ * step: A's insert (old state) stops before it sets its bit, whose lane is
+ * in the chunk's first word; the refresh publishes and waits for A; B's
+ * insert (new state, another key lock) sweeps the chunk and stops between
+ * loading that word and storing it; A sets its bit and returns; B stores.
+ * A's key must still be found. (With the plain store it is not.)
+ */
+typedef struct staged_sweep {
+  bk_fbf *f;
+  uint64_t now, t;
+  bk_hash x, y;
+  bool x_added, y_added;
+  _Atomic int arm_insert, arm_sweep;
+  _Atomic int a_paused, go_a, a_done, b_sweeping, abort_wait;
+} staged_sweep;
+
+static staged_sweep *staged;
+
+static bool staged_wait(_Atomic int *flag) {
+  double t0 = now_seconds();
+  while (!atomic_load(flag)) {
+    if (atomic_load(&staged->abort_wait) || now_seconds() - t0 > 20.0)
+      return false;
+    sched_yield();
+  }
+  return true;
+}
+
+static void staged_hook(bk__fbf_pause_at where) {
+  if (where == BK__FBF_PAUSE_INSERT_BITS &&
+      atomic_exchange(&staged->arm_insert, 0)) {
+    atomic_store(&staged->a_paused, 1);
+    (void)staged_wait(&staged->go_a);
+  }
+  if (where == BK__FBF_PAUSE_SWEEP_WORD &&
+      atomic_exchange(&staged->arm_sweep, 0)) {
+    atomic_store(&staged->b_sweeping, 1);
+    (void)staged_wait(&staged->a_done);
+  }
+}
+
+static void *staged_a(void *arg) {
+  staged_sweep *ss = arg;
+  assert_bk_ok(bk_fbf_insert_if_absent_hash(ss->f, ss->x, &ss->x_added));
+  atomic_store(&ss->a_done, 1);
+  return NULL;
+}
+
+static void *staged_refresh(void *arg) {
+  staged_sweep *ss = arg;
+  assert_bk_ok(bk_fbf_advance(ss->f, ss->now + ss->t));
+  return NULL;
+}
+
+static void *staged_b(void *arg) {
+  staged_sweep *ss = arg;
+  assert_bk_ok(bk_fbf_insert_if_absent_hash(ss->f, ss->y, &ss->y_added));
+  return NULL;
+}
+
+static void test_concurrent_sweep_keeps_old_inserts(void **state) {
+  (void)state;
+  const uint64_t m = 4096, t = 10; /* one sweep chunk; W = 3, stride 3 */
+  bk_fbf_config cfg = {.m_bits = m,
+                       .k = 1,
+                       .n_past = 1,
+                       .refresh_period = t,
+                       .seed = test_seed(0x5EE9)};
+  staged_sweep ss;
+  memset(&ss, 0, sizeof ss);
+  ss.f = make(&cfg);
+  ss.t = t;
+  /* x: its one lane in word 0 (lanes 0..20 of stride 3); y: another key
+   * lock ((lo ^ hi) % 64, fbf.c's key_lock_index) and another word. */
+  uint64_t id = 1;
+  do ss.x = hash_id(ss.f, ABSENT_TAG | id++);
+  while (bk_reduce(ss.x.lo, m) > 20);
+  do ss.y = hash_id(ss.f, ABSENT_TAG | id++);
+  while ((ss.y.lo ^ ss.y.hi) % 64 == (ss.x.lo ^ ss.x.hi) % 64 ||
+         bk_reduce(ss.y.lo, m) <= 21);
+  /* A period of keys plus a canary, two refreshes: that filter is now the
+   * oldest, and the next refresh drops it and sweeps its slot. */
+  bk_hash canary = hash_id(ss.f, ABSENT_TAG - 1);
+  assert_bk_ok(bk_fbf_insert_hash(ss.f, canary));
+  for (uint64_t i = 0; i < 200; i++) assert_bk_ok(bk_fbf_insert_hash(ss.f, hash_id(ss.f, i)));
+  advance(ss.f, ss.now += t);
+  advance(ss.f, ss.now += t);
+  assert_true(has(ss.f, canary));
+  assert_false(has(ss.f, ss.x));
+  assert_false(has(ss.f, ss.y));
+
+  staged = &ss;
+  atomic_store(&ss.arm_insert, 1);
+  __atomic_store_n(&bk__fbf_test_pause, staged_hook, __ATOMIC_SEQ_CST);
+  pthread_t ta, tr, tb;
+  assert_int_equal(pthread_create(&ta, NULL, staged_a, &ss), 0);
+  bool ok = staged_wait(&ss.a_paused); /* A holds its lock, old state */
+  assert_int_equal(pthread_create(&tr, NULL, staged_refresh, &ss), 0);
+  /* the refresh has published once the canary's filter is gone */
+  double t0 = now_seconds();
+  while (ok && has(ss.f, canary))
+    if (now_seconds() - t0 > 20.0) ok = false;
+  bool b_started = false;
+  if (ok) {
+    atomic_store(&ss.arm_sweep, 1);
+    assert_int_equal(pthread_create(&tb, NULL, staged_b, &ss), 0);
+    b_started = true;
+    ok = staged_wait(&ss.b_sweeping); /* B loaded word 0, not stored */
+  }
+  atomic_store(&ss.go_a, 1); /* A sets its bit in word 0, returns */
+  if (!ok) atomic_store(&ss.abort_wait, 1);
+  assert_int_equal(pthread_join(ta, NULL), 0);
+  assert_int_equal(pthread_join(tr, NULL), 0);
+  if (b_started) assert_int_equal(pthread_join(tb, NULL), 0);
+  __atomic_store_n(&bk__fbf_test_pause, NULL, __ATOMIC_SEQ_CST);
+  staged = NULL;
+  assert_true(ok); /* every stage was reached */
+  assert_true(ss.x_added);
+  assert_true(ss.y_added);
+  if (!has(ss.f, ss.x))
+    fail_msg("an insert under the old state lost its bit to a sweep during "
+             "the grace period (src/fbf/fbf.c sweep_chunk_words: a plain "
+             "store where the old state's inserts still write)");
+  assert_true(has(ss.f, ss.y));
+  bk_fbf_destroy(ss.f);
+}
+
 /* ---- batches ------------------------------------------------------------- */
 
 /* Keys for the batch tests: 8-byte ids (each of 1200 ids about 2.5 times,
@@ -3338,6 +3475,22 @@ static void test_batch_bad_arguments(void **state) {
   unsigned char *after = serialize_alloc(f, &l1);
   assert_int_equal(l0, l1);
   assert_memory_equal(before, after, l0);
+  /* a Murmur3 key over 2^31 - 1 bytes (rejected before it is read) */
+  bk_fbf_config mc = cfg;
+  mc.hash_alg = BK_HASH_MURMUR3;
+  mc.seed = 7;
+  bk_fbf *fm = make(&mc);
+  const void *big_ptr[2] = {&ids[0], &ids[1]};
+  size_t big_len[2] = {sizeof ids[0], (size_t)INT32_MAX + 1};
+  assert_bk_status(bk_fbf_contains_many(fm, big_ptr, big_len, 2, out),
+                   BK_EINVAL);
+  assert_bk_status(bk_fbf_insert_many(fm, big_ptr, big_len, 2), BK_EINVAL);
+  assert_bk_status(bk_fbf_insert_if_absent_many(fm, big_ptr, big_len, 2, out),
+                   BK_EINVAL);
+  bool one = true;
+  assert_bk_ok(bk_fbf_contains(fm, &ids[0], sizeof ids[0], &one));
+  assert_false(one); /* the valid first key was not inserted */
+  bk_fbf_destroy(fm);
   /* n = 0: nothing to do, whatever the arrays */
   assert_bk_ok(bk_fbf_contains_many(f, NULL, NULL, 0, NULL));
   assert_bk_ok(bk_fbf_contains_many_hash(f, NULL, 0, NULL));
@@ -3705,6 +3858,7 @@ int main(void) {
       cmocka_unit_test(test_concurrent_insert_if_absent),
       cmocka_unit_test(test_concurrent_sweep_masking),
       cmocka_unit_test(test_concurrent_snapshots_load),
+      cmocka_unit_test(test_concurrent_sweep_keeps_old_inserts),
       cmocka_unit_test(test_timer),
       cmocka_unit_test(test_serialize_round_trip),
       cmocka_unit_test(test_deserialize_hostile),

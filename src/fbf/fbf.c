@@ -16,11 +16,12 @@
  * slot that becomes the new future must be empty: either a free slot (when
  * fewer than W filters are in use) or the dropped oldest one, cleared.
  *
- * A check loads the k lanes of the key (two aligned words each), ANDs them,
- * rotates the result into logical order and applies the pair rule of the
- * optimized check (Algorithm 2 as corrected in docs/design.md):
+ * A check loads the k lanes of the key (one aligned word each, two for a
+ * lane that runs into the next word), ANDs them and applies the pair rule
+ * of the optimized check (Algorithm 2 as corrected in docs/design.md):
  *   hit = L.future | (L.p & L.p+1 for p = present .. past_{N-1}) | L.oldest
- * so it costs at most k loads whatever N is.
+ * on the physical bits, with masks computed once per state (rule_of), so
+ * it costs at most k lane loads whatever N is.
  *
  * Refresh concurrency. The state (head, count, generation, sweep flags) is
  * one atomic word. Readers take a snapshot, probe, and retry if the word
@@ -35,11 +36,13 @@
  *     erases a bit written under the new state;
  *   - a reader masks the new future's bit in chunks not yet swept, because
  *     there the slot still holds the dropped filter's bits;
- *   - an insert registers in its generation's in-flight count before it
- *     writes; a refresh, after publishing, waits for the previous
- *     generation's inserts to drain before clearing anything (a grace
- *     period), so no insert that read an old state writes into a slot
- *     being cleared, and its bits and counts land where its state said.
+ *   - an insert takes its key lock before it reads the state; a refresh,
+ *     after publishing, waits for every key lock it sees held to be
+ *     released (a grace period), so no insert that read an old state
+ *     writes into a slot being cleared, and its bits and counts land where
+ *     its state said; an inserter that sweeps a chunk during the grace
+ *     period clears words with an atomic AND, because old-state inserts
+ *     still set other slots' bits there (sweep_chunk_words).
  * Every refresh is therefore atomic to readers and writers: a check sees
  * the old or the new filter set, and an insert is in the future and present
  * filters of the state it finished in.
@@ -134,8 +137,30 @@ static inline uint64_t chunk_of_bit(const bk_fbf *f, uint64_t bit) {
 
 /* ---- sweeping ------------------------------------------------------------ */
 
-/* Clear the dropped slots (keep_mask) in chunk c. Caller has claimed it. */
-static void sweep_chunk_words(bk_fbf *f, uint64_t c) {
+/* Test hook (NULL outside tests): called at the points named by
+ * bk__fbf_pause_at, to widen race windows that are a few instructions wide. */
+void (*bk__fbf_test_pause)(bk__fbf_pause_at where);
+
+static inline void test_pause(bk__fbf_pause_at where) {
+  void (*hook)(bk__fbf_pause_at) =
+      __atomic_load_n(&bk__fbf_test_pause, __ATOMIC_RELAXED);
+  if (BK_UNLIKELY(hook != NULL)) hook(where);
+}
+
+/* Clear the dropped slots (keep_mask) in chunk c. Caller has claimed it, so
+ * no other sweep and no insert under the new state writes the chunk
+ * meanwhile (those wait in ensure_swept). Inserts that read the previous
+ * state may still be running, though, until the refresh's grace period
+ * ends (publish_and_sweep): they write other slots' bits (the previous
+ * future and present, never a dropped slot) into these words, so until
+ * then a word is cleared with an atomic AND (`racing`). After the grace
+ * period nobody else writes the chunk: a plain load and store, which is
+ * what a refresh's own sweep of every chunk costs (a locked AND per word
+ * would make a refresh ~20x slower: nearly every word holds a dropped bit).
+ * An inserter sweeps a chunk only when it reaches it before the refresh
+ * does, so the locked path is rare. Release: a reader that sees the store
+ * also sees the new state. */
+static void sweep_chunk_words(bk_fbf *f, uint64_t c, bool racing) {
   /* A chunk is 4096 lanes = 64 * stride words, a whole number of mask
    * periods (the bit pattern of one slot repeats every `stride` words). */
   uint64_t first = c * 64u * f->stride;
@@ -146,11 +171,13 @@ static void sweep_chunk_words(bk_fbf *f, uint64_t c) {
   unsigned period = f->stride;
   for (uint64_t w = first, p = 0; w < last; w++) {
     uint64_t keep = f->keep_mask[p];
-    /* The chunk is claimed and the previous generation's inserts have
-     * drained, so nobody writes these words meanwhile. Release store: a
-     * reader that sees it also sees the new state (a plain move on x86). */
     uint64_t cur = __atomic_load_n(&f->words[w], __ATOMIC_RELAXED);
-    __atomic_store_n(&f->words[w], cur & keep, __ATOMIC_RELEASE);
+    test_pause(BK__FBF_PAUSE_SWEEP_WORD);
+    if (racing) {
+      if (cur & ~keep) __atomic_fetch_and(&f->words[w], keep, __ATOMIC_RELEASE);
+    } else {
+      __atomic_store_n(&f->words[w], cur & keep, __ATOMIC_RELEASE);
+    }
     if (++p == period) p = 0;
   }
 }
@@ -165,7 +192,10 @@ static void ensure_swept(bk_fbf *f, uint64_t c, uint64_t gen) {
         __atomic_compare_exchange_n(&f->chunk_epoch[c], &e, gen | CHUNK_BUSY,
                                     false, __ATOMIC_ACQUIRE,
                                     __ATOMIC_RELAXED)) {
-      sweep_chunk_words(f, c);
+      /* Acquire: seeing the grace period of `gen` over, this sweep also
+       * sees every insert under the previous state finished. */
+      sweep_chunk_words(f, c,
+                        __atomic_load_n(&f->grace_gen, __ATOMIC_ACQUIRE) < gen);
       __atomic_store_n(&f->chunk_epoch[c], gen, __ATOMIC_RELEASE);
       return;
     }
@@ -329,6 +359,7 @@ static void insert_locked(bk_fbf *f, unsigned li, const uint64_t *lanes) {
                    __atomic_load_n(&counts[present], __ATOMIC_RELAXED) + 1,
                    __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
+  test_pause(BK__FBF_PAUSE_INSERT_BITS);
   for (unsigned i = 0; i < f->k; i++)
     set_lane_bits(f, lanes[i], head, present);
 }
@@ -703,6 +734,9 @@ static void publish_and_sweep(bk_fbf *f, uint64_t next, uint64_t dropped) {
     for (unsigned spins = 0; __atomic_load_n(l, __ATOMIC_ACQUIRE) == v;)
       bk__backoff(&spins);
   }
+  /* Release: an inserter's sweep that reads this (acquire) sees those
+   * inserts finished and may clear words with plain stores. */
+  __atomic_store_n(&f->grace_gen, BK__ST_GEN(next), __ATOMIC_RELEASE);
   if (!dropped) return;
   uint64_t gen = BK__ST_GEN(next);
   for (uint64_t c = 0; c < f->n_chunks; c++) ensure_swept(f, c, gen);

@@ -71,6 +71,9 @@ struct bk_fbf {
 
   /* shared with readers and writers */
   uint64_t state;         /* BK__ST_* (atomic) */
+  /* The generation whose refresh has ended its grace period: no insert
+   * under an older state is still running. (atomic) */
+  uint64_t grace_gen;
   uint64_t keep_mask[64]; /* sweep: AND masks, period stride */
   /* control, under mu */
   pthread_mutex_t mu;
@@ -156,6 +159,14 @@ static inline void bk__fbf_count_set(bk_fbf *f, unsigned slot, uint64_t v) {
     __atomic_store_n(&bk__fbf_counts(f, i)[slot], i == 0 ? v : 0,
                      __ATOMIC_RELAXED);
 }
+
+/* Test hook: where fbf.c calls bk__fbf_test_pause when it is set (tests
+ * only, to widen race windows; NULL otherwise). */
+typedef enum bk__fbf_pause_at {
+  BK__FBF_PAUSE_SWEEP_WORD,  /* a sweep, between a word's load and store */
+  BK__FBF_PAUSE_INSERT_BITS, /* an insert, counted, before it sets bits */
+} bk__fbf_pause_at;
+BK_API extern void (*bk__fbf_test_pause)(bk__fbf_pause_at where);
 
 /* Prefetch the k lanes of a digest (to overlap them with other misses). */
 void bk__fbf_prefetch(const bk_fbf *f, bk_hash h);
