@@ -2524,17 +2524,20 @@ static void *mask_reader(void *arg) {
   return NULL;
 }
 
+/* An FBF of one hash and one past filter (N = 1, W = 3): a key is one lane
+ * and one bit per filter, for the tests that stage a refresh bit by bit. */
+static bk_fbf *one_lane_fbf(uint64_t m, uint64_t t, uint64_t seed) {
+  bk_fbf_config cfg = {
+      .m_bits = m, .k = 1, .n_past = 1, .refresh_period = t, .seed = seed};
+  return make(&cfg);
+}
+
 static void test_concurrent_sweep_masking(void **state) {
   (void)state;
   const uint64_t m = 4 * 4096, t = 10;
-  bk_fbf_config cfg = {.m_bits = m,
-                       .k = 1,
-                       .n_past = 1,
-                       .refresh_period = t,
-                       .seed = test_seed(0x3A5C)};
   mask_shared ms;
   memset(&ms, 0, sizeof ms);
-  ms.f = make(&cfg);
+  ms.f = one_lane_fbf(m, t, test_seed(0x3A5C));
   ms.canary = hash_id(ms.f, ABSENT_TAG - 1);
   const size_t n_fill = m * 9 / 10;
   bk_hash *fill = malloc(n_fill * sizeof *fill);
@@ -3242,14 +3245,9 @@ static void *staged_b(void *arg) {
 static void test_concurrent_sweep_keeps_old_inserts(void **state) {
   (void)state;
   const uint64_t m = 4096, t = 10; /* one sweep chunk; W = 3, stride 3 */
-  bk_fbf_config cfg = {.m_bits = m,
-                       .k = 1,
-                       .n_past = 1,
-                       .refresh_period = t,
-                       .seed = test_seed(0x5EE9)};
   staged_sweep ss;
   memset(&ss, 0, sizeof ss);
-  ss.f = make(&cfg);
+  ss.f = one_lane_fbf(m, t, test_seed(0x5EE9));
   ss.t = t;
   /* x: its one lane in word 0 (lanes 0..20 of stride 3); y: another key
    * lock ((lo ^ hi) % 64, fbf.c's key_lock_index) and another word. */
