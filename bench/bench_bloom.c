@@ -70,7 +70,7 @@
 #define PAGE_BITS ((uint64_t)4096 * 8)
 #define TARGET_FPP 0.01
 #define DESIGN_K 7u
-#define MIN_TIME 0.2    /* seconds per benchmark */
+#define MIN_TIME 0.2 /* seconds per benchmark */
 
 /* ---- the cases ---------------------------------------------------------- */
 

@@ -626,8 +626,7 @@ static void bench_fbf(bk_bench_state *st, void *p) {
       break;
     case FBF_LOOKUPS_MANY:
       if (!ensure_fbf_state(fc, st, false, false)) return;
-      t = bk_fx_lookups_many(st, fbf_contains_many, fc->fbf, rng,
-                             BK_FX_ABSENT);
+      t = bk_fx_lookups_many(st, fbf_contains_many, fc->fbf, rng, BK_FX_ABSENT);
       bk_fx_report(st, t, "hit_rate", false, "bk_fbf_contains_many failed");
       break;
     case FBF_ADDS_MANY:

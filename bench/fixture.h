@@ -244,8 +244,8 @@ typedef bk_status (*bk_fx_add_many_report_fn)(void *target,
 
 /* bk_fx_lookups_many's loop, `present` a constant (internal). */
 BK_FX_INLINE bk_fx_tally bk_fx__lookup_many_loop(
-    bk_bench_state *st, bk_fx_lookup_many_fn contains_many,
-    const void *target, uint64_t *rng, uint64_t n_present, bool present) {
+    bk_bench_state *st, bk_fx_lookup_many_fn contains_many, const void *target,
+    uint64_t *rng, uint64_t n_present, bool present) {
   bk_fx_key_batch kb;
   bool out[BK_FX_MANY];
   memset(out, 0, sizeof out); /* defined even if a call fails */
@@ -337,8 +337,7 @@ BK_FX_INLINE bk_fx_tally bk_fx_fresh_adds(bk_bench_state *st, bk_fx_add_fn add,
  */
 BK_FX_INLINE bk_fx_tally bk_fx_fresh_adds_many(bk_bench_state *st,
                                                bk_fx_add_many_report_fn add,
-                                               void *target,
-                                               bk_fx_fresh *fresh,
+                                               void *target, bk_fx_fresh *fresh,
                                                bool report) {
   const uint64_t budget = fresh->budget;
   uint64_t used = fresh->used, n, added = 0;

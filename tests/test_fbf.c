@@ -3261,7 +3261,8 @@ static void test_concurrent_sweep_keeps_old_inserts(void **state) {
    * oldest, and the next refresh drops it and sweeps its slot. */
   bk_hash canary = hash_id(ss.f, ABSENT_TAG - 1);
   assert_bk_ok(bk_fbf_insert_hash(ss.f, canary));
-  for (uint64_t i = 0; i < 200; i++) assert_bk_ok(bk_fbf_insert_hash(ss.f, hash_id(ss.f, i)));
+  for (uint64_t i = 0; i < 200; i++)
+    assert_bk_ok(bk_fbf_insert_hash(ss.f, hash_id(ss.f, i)));
   advance(ss.f, ss.now += t);
   advance(ss.f, ss.now += t);
   assert_true(has(ss.f, canary));
@@ -3297,9 +3298,10 @@ static void test_concurrent_sweep_keeps_old_inserts(void **state) {
   assert_true(ss.x_added);
   assert_true(ss.y_added);
   if (!has(ss.f, ss.x))
-    fail_msg("an insert under the old state lost its bit to a sweep during "
-             "the grace period (src/fbf/fbf.c sweep_chunk_words: a plain "
-             "store where the old state's inserts still write)");
+    fail_msg(
+        "an insert under the old state lost its bit to a sweep during "
+        "the grace period (src/fbf/fbf.c sweep_chunk_words: a plain "
+        "store where the old state's inserts still write)");
   assert_true(has(ss.f, ss.y));
   bk_fbf_destroy(ss.f);
 }
@@ -3373,7 +3375,8 @@ static void test_batches_match_single_calls(void **state) {
       if (round == 1) {
         /* plain inserts: compared through the states */
         assert_bk_ok(bk_fbf_insert_many(a, kp, kl, n));
-        for (size_t i = 0; i < n; i++) assert_bk_ok(bk_fbf_insert(b, kp[i], kl[i]));
+        for (size_t i = 0; i < n; i++)
+          assert_bk_ok(bk_fbf_insert(b, kp[i], kl[i]));
       } else {
         memset(got, 0xAA, sizeof got);
         assert_bk_ok(bk_fbf_insert_if_absent_many(a, kp, kl, n, got));
@@ -3384,7 +3387,8 @@ static void test_batches_match_single_calls(void **state) {
                      batches, i, got[i], want[i]);
           /* a later copy of a key in this batch is never new */
           for (size_t j = 0; j < i; j++)
-            if (kl[j] == kl[i] && (kl[i] == 0 || memcmp(kp[j], kp[i], kl[i]) == 0)) {
+            if (kl[j] == kl[i] &&
+                (kl[i] == 0 || memcmp(kp[j], kp[i], kl[i]) == 0)) {
               assert_false(got[i]);
               repeats_refused++;
               break;
@@ -3432,8 +3436,11 @@ static void test_batches_match_single_calls(void **state) {
 /* Bad batches: BK_EINVAL, with nothing inserted and no output written. */
 static void test_batch_bad_arguments(void **state) {
   (void)state;
-  bk_fbf_config cfg = {.m_bits = 4096, .k = 3, .n_past = 2,
-                       .refresh_period = 100, .seed = test_seed(0xBADB)};
+  bk_fbf_config cfg = {.m_bits = 4096,
+                       .k = 3,
+                       .n_past = 2,
+                       .refresh_period = 100,
+                       .seed = test_seed(0xBADB)};
   bk_fbf *f = make(&cfg);
   uint64_t ids[20];
   const void *ptr[20];
@@ -3510,8 +3517,8 @@ typedef struct batch_race {
   unsigned char *added[2];
   _Atomic unsigned arrived;
   _Atomic uint64_t errors;
-  _Atomic uint64_t tick;    /* a logical clock: calls' starts and ends */
-  uint64_t *span[2];        /* per round: start tick << 32 | end tick */
+  _Atomic uint64_t tick; /* a logical clock: calls' starts and ends */
+  uint64_t *span[2];     /* per round: start tick << 32 | end tick */
 } batch_race;
 
 typedef struct batch_race_arg {
@@ -3584,9 +3591,10 @@ static unsigned batch_race_once(uint64_t salt) {
     uint64_t b0 = br.span[1][r] >> 32, b1 = br.span[1][r] & UINT32_MAX;
     overlapped += a0 < b1 && b0 < a1;
   }
-  print_message("insert_if_absent_many race: %u ids in %u rounds, %u of them "
-                "with the calls overlapping; %u told new twice, %u never\n",
-                br.n_ids, rounds, overlapped, both, neither);
+  print_message(
+      "insert_if_absent_many race: %u ids in %u rounds, %u of them "
+      "with the calls overlapping; %u told new twice, %u never\n",
+      br.n_ids, rounds, overlapped, both, neither);
   assert_int_equal(atomic_load(&br.errors), 0);
   assert_int_equal(both, 0);
   assert_int_equal(neither, 0);
@@ -3604,14 +3612,17 @@ static unsigned batch_race_once(uint64_t salt) {
 static void test_concurrent_insert_if_absent_many(void **state) {
   (void)state;
   unsigned attempts = 0, overlapped = 0;
-  unsigned rounds = (TSAN_BUILD ? 5000 : SLOW_BUILD ? 10000 : 40000) /
+  unsigned rounds = (TSAN_BUILD   ? 5000
+                     : SLOW_BUILD ? 10000
+                                  : 40000) /
                     BATCH_RACE_B;
   while (attempts < 6 && overlapped * 10 < rounds)
     overlapped = batch_race_once(attempts++);
   if (overlapped * 10 < rounds)
-    print_message("note: the threads never overlapped in %u attempts (one "
-                  "CPU between them); exactly-once held anyway\n",
-                  attempts);
+    print_message(
+        "note: the threads never overlapped in %u attempts (one "
+        "CPU between them); exactly-once held anyway\n",
+        attempts);
 }
 
 static void test_bad_arguments(void **state) {

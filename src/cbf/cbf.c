@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "bloomkit/params.h"
+#include "core/hash_fast.h"
 #include "cbf/cbf_internal.h"
 
 #define CBF_VERSION 1
@@ -171,7 +172,7 @@ void bk_cbf_destroy(bk_cbf *f) {
 bk_status bk_cbf_hash(const bk_cbf *f, const void *key, size_t len,
                       bk_hash *out) {
   BK_RETURN_IF(!f || !out || (!key && len), BK_EINVAL);
-  *out = bk__hash(f->hash_alg, f->seed, key, len);
+  *out = bk__hash_fast(f->hash_alg, f->seed, key, len);
   return BK_OK;
 }
 
@@ -363,7 +364,7 @@ bk_status bk_cbf_add_hash(bk_cbf *f, bk_hash h) {
 }
 bk_status bk_cbf_add(bk_cbf *f, const void *key, size_t len) {
   BK_RETURN_IF(!f || (!key && len), BK_EINVAL);
-  bk__cbf_add(f, bk__hash(f->hash_alg, f->seed, key, len));
+  bk__cbf_add(f, bk__hash_fast(f->hash_alg, f->seed, key, len));
   return BK_OK;
 }
 bk_status bk_cbf_remove_hash(bk_cbf *f, bk_hash h) {
@@ -372,7 +373,7 @@ bk_status bk_cbf_remove_hash(bk_cbf *f, bk_hash h) {
 }
 bk_status bk_cbf_remove(bk_cbf *f, const void *key, size_t len) {
   BK_RETURN_IF(!f || (!key && len), BK_EINVAL);
-  return bk__cbf_remove(f, bk__hash(f->hash_alg, f->seed, key, len));
+  return bk__cbf_remove(f, bk__hash_fast(f->hash_alg, f->seed, key, len));
 }
 bk_status bk_cbf_contains_hash(const bk_cbf *f, bk_hash h, bool *out) {
   BK_RETURN_IF(!f || !out, BK_EINVAL);
@@ -382,7 +383,7 @@ bk_status bk_cbf_contains_hash(const bk_cbf *f, bk_hash h, bool *out) {
 bk_status bk_cbf_contains(const bk_cbf *f, const void *key, size_t len,
                           bool *out) {
   BK_RETURN_IF(!f || !out || (!key && len), BK_EINVAL);
-  *out = bk__cbf_contains(f, bk__hash(f->hash_alg, f->seed, key, len));
+  *out = bk__cbf_contains(f, bk__hash_fast(f->hash_alg, f->seed, key, len));
   return BK_OK;
 }
 bk_status bk_cbf_count_hash(const bk_cbf *f, bk_hash h, uint32_t *out) {
@@ -393,7 +394,7 @@ bk_status bk_cbf_count_hash(const bk_cbf *f, bk_hash h, uint32_t *out) {
 bk_status bk_cbf_count(const bk_cbf *f, const void *key, size_t len,
                        uint32_t *out) {
   BK_RETURN_IF(!f || !out || (!key && len), BK_EINVAL);
-  *out = bk__cbf_count(f, bk__hash(f->hash_alg, f->seed, key, len));
+  *out = bk__cbf_count(f, bk__hash_fast(f->hash_alg, f->seed, key, len));
   return BK_OK;
 }
 
@@ -441,7 +442,7 @@ static size_t run_keys(bk_cbf *f, const void *const *keys, const size_t *lens,
   for (size_t i = 0; i < n; i += GROUP) {
     size_t g = n - i < GROUP ? n - i : GROUP;
     for (size_t j = 0; j < g; j++)
-      hs[j] = bk__hash(f->hash_alg, f->seed, keys[i + j], lens[i + j]);
+      hs[j] = bk__hash_fast(f->hash_alg, f->seed, keys[i + j], lens[i + j]);
     done += run_group(f, hs, g, op);
   }
   return done;
@@ -489,14 +490,14 @@ bk_status bk_cbf_contains_many(const bk_cbf *f, const void *const *keys,
   bk_hash ring[CONTAINS_AHEAD];
   size_t lead = n < CONTAINS_AHEAD ? n : CONTAINS_AHEAD;
   for (size_t i = 0; i < lead; i++) {
-    ring[i] = bk__hash(f->hash_alg, f->seed, keys[i], lens[i]);
+    ring[i] = bk__hash_fast(f->hash_alg, f->seed, keys[i], lens[i]);
     prefetch_first(f, ring[i]);
   }
   for (size_t i = 0; i < n; i++) {
     bk_hash h = ring[i % CONTAINS_AHEAD];
     size_t next = i + CONTAINS_AHEAD;
     if (next < n) {
-      bk_hash nh = bk__hash(f->hash_alg, f->seed, keys[next], lens[next]);
+      bk_hash nh = bk__hash_fast(f->hash_alg, f->seed, keys[next], lens[next]);
       ring[i % CONTAINS_AHEAD] = nh;
       prefetch_first(f, nh);
     }

@@ -56,6 +56,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/hash_fast.h"
 #include "cbf/cbf_internal.h"
 #include "cbf/scbf_internal.h"
 
@@ -583,7 +584,7 @@ bk_status bk_scbf_open(bk_scbf **out, const char *path,
 bk_status bk_scbf_hash(const bk_scbf *s, const void *key, size_t len,
                        bk_hash *out) {
   BK_RETURN_IF(!s || !out || (!key && len), BK_EINVAL);
-  *out = bk__hash(s->p.hash_alg, s->p.seed, key, len);
+  *out = bk__hash_fast(s->p.hash_alg, s->p.seed, key, len);
   return BK_OK;
 }
 
@@ -653,7 +654,8 @@ bk_status bk_scbf_add_hash(bk_scbf *s, bk_hash h, uint64_t id) {
 
 bk_status bk_scbf_add(bk_scbf *s, const void *key, size_t len, uint64_t id) {
   BK_RETURN_IF(!s || (!key && len), BK_EINVAL);
-  return bk_scbf_add_hash(s, bk__hash(s->p.hash_alg, s->p.seed, key, len), id);
+  return bk_scbf_add_hash(s, bk__hash_fast(s->p.hash_alg, s->p.seed, key, len),
+                          id);
 }
 
 bk_status bk_scbf_remove_hash(bk_scbf *s, bk_hash h, uint64_t id) {
@@ -680,8 +682,8 @@ bk_status bk_scbf_remove_hash(bk_scbf *s, bk_hash h, uint64_t id) {
 
 bk_status bk_scbf_remove(bk_scbf *s, const void *key, size_t len, uint64_t id) {
   BK_RETURN_IF(!s || (!key && len), BK_EINVAL);
-  return bk_scbf_remove_hash(s, bk__hash(s->p.hash_alg, s->p.seed, key, len),
-                             id);
+  return bk_scbf_remove_hash(
+      s, bk__hash_fast(s->p.hash_alg, s->p.seed, key, len), id);
 }
 
 bk_status bk_scbf_contains_hash(const bk_scbf *s, bk_hash h, bool *out) {
@@ -732,8 +734,8 @@ bk_status bk_scbf_contains_hash(const bk_scbf *s, bk_hash h, bool *out) {
 bk_status bk_scbf_contains(const bk_scbf *s, const void *key, size_t len,
                            bool *out) {
   BK_RETURN_IF(!s || !out || (!key && len), BK_EINVAL);
-  return bk_scbf_contains_hash(s, bk__hash(s->p.hash_alg, s->p.seed, key, len),
-                               out);
+  return bk_scbf_contains_hash(
+      s, bk__hash_fast(s->p.hash_alg, s->p.seed, key, len), out);
 }
 
 bk_status bk_scbf_flush(bk_scbf *s) {

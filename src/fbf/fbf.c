@@ -360,8 +360,7 @@ static void insert_locked(bk_fbf *f, unsigned li, const uint64_t *lanes) {
                    __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
   test_pause(BK__FBF_PAUSE_INSERT_BITS);
-  for (unsigned i = 0; i < f->k; i++)
-    set_lane_bits(f, lanes[i], head, present);
+  for (unsigned i = 0; i < f->k; i++) set_lane_bits(f, lanes[i], head, present);
 }
 
 static inline bk_status hash_key(const bk_fbf *f, const void *key, size_t len,
@@ -480,26 +479,26 @@ static bk_status check_keys(const bk_fbf *f, const void *const *keys,
 }
 
 /* DIGEST(i): key i's digest; BODY uses i, h (bk_hash) and lanes. */
-#define FBF_BATCH(f, n, WRITE, DIGEST, BODY)                        \
-  do {                                                              \
-    bk_hash ring_h_[FBF_AHEAD];                                     \
-    uint64_t ring_l_[FBF_AHEAD][BK_K_MAX];                          \
-    size_t lead_ = (n) < FBF_AHEAD ? (n) : FBF_AHEAD;               \
-    for (size_t j_ = 0; j_ < lead_; j_++) {                         \
-      ring_h_[j_] = DIGEST(j_);                                     \
-      key_lanes((f), ring_h_[j_], ring_l_[j_], (WRITE));            \
-    }                                                               \
-    for (size_t i = 0; i < (n); i++) {                              \
-      size_t r_ = i % FBF_AHEAD;                                    \
-      const bk_hash h = ring_h_[r_];                                \
-      const uint64_t *lanes = ring_l_[r_];                          \
-      (void)h;                                                      \
-      BODY;                                                         \
-      if (i + FBF_AHEAD < (n)) {                                    \
-        ring_h_[r_] = DIGEST(i + FBF_AHEAD);                        \
-        key_lanes((f), ring_h_[r_], ring_l_[r_], (WRITE));          \
-      }                                                             \
-    }                                                               \
+#define FBF_BATCH(f, n, WRITE, DIGEST, BODY)               \
+  do {                                                     \
+    bk_hash ring_h_[FBF_AHEAD];                            \
+    uint64_t ring_l_[FBF_AHEAD][BK_K_MAX];                 \
+    size_t lead_ = (n) < FBF_AHEAD ? (n) : FBF_AHEAD;      \
+    for (size_t j_ = 0; j_ < lead_; j_++) {                \
+      ring_h_[j_] = DIGEST(j_);                            \
+      key_lanes((f), ring_h_[j_], ring_l_[j_], (WRITE));   \
+    }                                                      \
+    for (size_t i = 0; i < (n); i++) {                     \
+      size_t r_ = i % FBF_AHEAD;                           \
+      const bk_hash h = ring_h_[r_];                       \
+      const uint64_t *lanes = ring_l_[r_];                 \
+      (void)h;                                             \
+      BODY;                                                \
+      if (i + FBF_AHEAD < (n)) {                           \
+        ring_h_[r_] = DIGEST(i + FBF_AHEAD);               \
+        key_lanes((f), ring_h_[r_], ring_l_[r_], (WRITE)); \
+      }                                                    \
+    }                                                      \
   } while (0)
 
 #define KEY_DIGEST(j) bk__hash_fast(f->hash_alg, f->seed, keys[j], lens[j])

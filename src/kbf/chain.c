@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "core/hash_fast.h"
 #include "kbf/kbf_internal.h"
 
 struct bk_kbf_chain {
@@ -73,7 +74,7 @@ static bk_kbf_result find(const bk_kbf_chain *c, const void *key, size_t len,
   for (size_t i = c->n; i-- > 0;) {
     const bk_kbf *f = c->filters[i];
     bk_kbf_result r;
-    bk_hash h = bk__hash(f->hash_alg, f->main.seed, key, len);
+    bk_hash h = bk__hash_fast(f->hash_alg, f->main.seed, key, len);
     (void)bk_kbf_query_index_hash(f, h, &r, index);
     if (r == BK_KBF_FOUND) {
       *at = i;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "bloomkit/params.h"
+#include "core/hash_fast.h"
 #include "kbf/kbf_internal.h"
 
 #define SKBF_SEED_DOMAIN                              \
@@ -204,7 +205,7 @@ static decoded decode_cells(const bk_kbf *f, const bk__kbf_cells *c,
  */
 
 static bk_hash value_hash(const bk_kbf *f, const void *value, size_t len) {
-  return bk__hash(f->hash_alg, f->skbf.seed, value, len);
+  return bk__hash_fast(f->hash_alg, f->skbf.seed, value, len);
 }
 
 static bool value_equals(const bk_kbf *f, uint32_t i, const void *value,
@@ -469,7 +470,7 @@ void bk_kbf_destroy(bk_kbf *f) {
 bk_status bk_kbf_hash(const bk_kbf *f, const void *key, size_t len,
                       bk_hash *out) {
   BK_RETURN_IF(!f || !out || (!key && len), BK_EINVAL);
-  *out = bk__hash(f->hash_alg, f->main.seed, key, len);
+  *out = bk__hash_fast(f->hash_alg, f->main.seed, key, len);
   return BK_OK;
 }
 
@@ -491,7 +492,7 @@ bk_status bk_kbf_insert(bk_kbf *f, const void *key, size_t len,
   uint32_t index;
   BK_TRY(bk_kbf_intern(f, value, value_len, &index));
   return bk_kbf_insert_index_hash(
-      f, bk__hash(f->hash_alg, f->main.seed, key, len), index);
+      f, bk__hash_fast(f->hash_alg, f->main.seed, key, len), index);
 }
 
 bk_status bk_kbf_query_index_hash(const bk_kbf *f, bk_hash h,
@@ -511,7 +512,7 @@ bk_status bk_kbf_query(const bk_kbf *f, const void *key, size_t len,
   BK_RETURN_IF(!f || !result || (!key && len), BK_EINVAL);
   uint32_t index = 0;
   BK_TRY(bk_kbf_query_index_hash(
-      f, bk__hash(f->hash_alg, f->main.seed, key, len), result, &index));
+      f, bk__hash_fast(f->hash_alg, f->main.seed, key, len), result, &index));
   if (*result == BK_KBF_FOUND) return bk_kbf_value(f, index, value, value_len);
   return BK_OK;
 }
@@ -568,7 +569,8 @@ bk_status bk_kbf_delete_hash(bk_kbf *f, bk_hash h) {
 
 bk_status bk_kbf_delete(bk_kbf *f, const void *key, size_t len) {
   BK_RETURN_IF(!f || (!key && len), BK_EINVAL);
-  return bk_kbf_delete_hash(f, bk__hash(f->hash_alg, f->main.seed, key, len));
+  return bk_kbf_delete_hash(f,
+                            bk__hash_fast(f->hash_alg, f->main.seed, key, len));
 }
 
 /* Algorithm 5: the counters stay, the encodings swap. */
@@ -594,7 +596,7 @@ bk_status bk_kbf_update_index_hash(bk_kbf *f, bk_hash h, uint32_t index) {
 bk_status bk_kbf_update(bk_kbf *f, const void *key, size_t len,
                         const void *value, size_t value_len) {
   BK_RETURN_IF(!f || (!key && len) || (!value && value_len), BK_EINVAL);
-  const bk_hash h = bk__hash(f->hash_alg, f->main.seed, key, len);
+  const bk_hash h = bk__hash_fast(f->hash_alg, f->main.seed, key, len);
   uint32_t old, index;
   BK_TRY(found_index(f, h, &old));
   BK_TRY(bk_kbf_intern(f, value, value_len, &index));
