@@ -3250,12 +3250,12 @@ static void test_concurrent_sweep_keeps_old_inserts(void **state) {
   ss.f = one_lane_fbf(m, t, test_seed(0x5EE9));
   ss.t = t;
   /* x: its one lane in word 0 (lanes 0..20 of stride 3); y: another key
-   * lock ((lo ^ hi) % 64, fbf.c's key_lock_index) and another word. */
+   * lock (bk__key_lock_index) and another word. */
   uint64_t id = 1;
   do ss.x = hash_id(ss.f, ABSENT_TAG | id++);
   while (bk_reduce(ss.x.lo, m) > 20);
   do ss.y = hash_id(ss.f, ABSENT_TAG | id++);
-  while ((ss.y.lo ^ ss.y.hi) % 64 == (ss.x.lo ^ ss.x.hi) % 64 ||
+  while (bk__key_lock_index(ss.y) == bk__key_lock_index(ss.x) ||
          bk_reduce(ss.y.lo, m) <= 21);
   /* A period of keys plus a canary, two refreshes: that filter is now the
    * oldest, and the next refresh drops it and sweeps its slot. */

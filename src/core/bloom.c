@@ -986,14 +986,7 @@ static inline __attribute__((always_inline)) void prefetch_key(
 static bk_status check_batch(const bk_bloom *b, const void *const *keys,
                              const size_t *lens, size_t n) {
   BK_RETURN_IF(!b, BK_EINVAL);
-  if (!n) return BK_OK;
-  BK_RETURN_IF(!keys || !lens, BK_EINVAL);
-  for (size_t i = 0; i < n; i++) {
-    BK_RETURN_IF(!keys[i] && lens[i], BK_EINVAL);
-    BK_RETURN_IF(b->hash_alg == BK_HASH_MURMUR3 && lens[i] > (size_t)INT32_MAX,
-                 BK_EINVAL);
-  }
-  return BK_OK;
+  return bk__batch_keys_ok(b->hash_alg, keys, lens, n);
 }
 
 /* Hash key i + BATCH_AHEAD while probing key i, through a ring of digests. */

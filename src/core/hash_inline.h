@@ -32,6 +32,21 @@ static inline bool bk__hash_alg_valid_any(bk_hash_alg alg, uint64_t seed) {
   return alg == BK_HASH_XXH64 || bk__hash_alg_valid(alg, seed);
 }
 
+/* A batch's keys as every structure's batch calls check them before using
+ * any: arrays present (n > 0), no NULL key with a length, no Murmur3 key
+ * over 2^31 - 1 bytes. */
+static inline bk_status bk__batch_keys_ok(bk_hash_alg alg,
+                                          const void *const *keys,
+                                          const size_t *lens, size_t n) {
+  if (!n) return BK_OK;
+  if (!keys || !lens) return BK_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if ((!keys[i] && lens[i]) ||
+        (alg == BK_HASH_MURMUR3 && lens[i] > (size_t)INT32_MAX))
+      return BK_EINVAL;
+  return BK_OK;
+}
+
 /* bk__mix64, splitmix64's finaliser, is in bloomkit/hash.h. */
 
 /*

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Private: the small synchronisation helpers the structures share: a CPU
- * pause, spin-wait backoff, and the striped per-key spin locks that make
+ * pause, spin-wait backoff, and the striped per-key locks that make
  * add_if_absent / insert_if_absent linearizable (two threads with the same
- * key take the same lock; different keys rarely meet).
+ * key take the same lock; different keys rarely meet): bk_bloom's spin
+ * locks below, and the FBF's sequence locks (fbf.c), picked the same way.
  */
 #ifndef BLOOMKIT_SRC_CORE_SYNC_H
 #define BLOOMKIT_SRC_CORE_SYNC_H
@@ -35,9 +36,14 @@ static inline void bk__backoff(unsigned *spins) {
     bk__cpu_relax();
 }
 
+/* The key lock of digest h, 0 .. BK__KEY_LOCKS - 1. */
+static inline unsigned bk__key_lock_index(bk_hash h) {
+  return (unsigned)((h.lo ^ h.hi) % BK__KEY_LOCKS);
+}
+
 static inline uint32_t *bk__key_lock(const bk__region *locks, bk_hash h) {
   uint32_t *base = locks->data;
-  return &base[((h.lo ^ h.hi) % BK__KEY_LOCKS) * BK__KEY_LOCK_STRIDE];
+  return &base[bk__key_lock_index(h) * BK__KEY_LOCK_STRIDE];
 }
 
 static inline void bk__spin_lock(uint32_t *l) {

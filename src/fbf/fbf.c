@@ -325,18 +325,15 @@ static inline void key_unlock(uint32_t *l, uint32_t held) {
   __atomic_store_n(l, held + 1u, __ATOMIC_RELEASE);
 }
 
-static inline unsigned key_lock_index(bk_hash h) {
-  return (unsigned)((h.lo ^ h.hi) % BK__FBF_LOCKS);
-}
-
 /* Put the key into the future and present filters of the current state;
  * the caller holds key lock `li`. The lock is the insert's registration
  * with refreshes: it was taken (seq_cst) before the state is read here
  * (seq_cst), and a refresh publishes its state (seq_cst) before it reads
  * the locks (seq_cst). So either this insert reads the new state, or the
- * refresh sees the lock held and waits for its release before it clears
- * anything: the insert's bits and counts always land in the future and
- * present of the state it read, as an in-flight count per generation
+ * refresh sees the lock held and waits for its release before its own
+ * sweep (inserters sweeping meanwhile use an atomic AND, see
+ * sweep_chunk_words): the insert's bits and counts always land in the future
+ * and present of the state it read, as an in-flight count per generation
  * achieved with two more locked instructions an insert. The counts are
  * the lock's own (only its holder writes them): plain loads and stores. */
 static void insert_locked(bk_fbf *f, unsigned li, const uint64_t *lanes) {
@@ -406,7 +403,7 @@ bk_status bk_fbf_contains(const bk_fbf *f, const void *key, size_t len,
 /* Algorithm 1: only an element the check does not find is inserted. */
 static inline void insert_checked(bk_fbf *f, bk_hash h, const uint64_t *lanes) {
   if (!check_lanes(f, lanes, f->check)) {
-    unsigned li = key_lock_index(h);
+    unsigned li = bk__key_lock_index(h);
     uint32_t *lock = bk__fbf_lock(f, li);
     uint32_t held = key_lock(lock);
     insert_locked(f, li, lanes);
@@ -418,7 +415,7 @@ static inline void insert_checked(bk_fbf *f, bk_hash h, const uint64_t *lanes) {
  * computed (and prefetched) before it. */
 static inline bool insert_if_absent_lanes(bk_fbf *f, bk_hash h,
                                           const uint64_t *lanes) {
-  unsigned li = key_lock_index(h);
+  unsigned li = bk__key_lock_index(h);
   uint32_t *lock = bk__fbf_lock(f, li);
   uint32_t held = key_lock(lock);
   bool absent = !check_lanes(f, lanes, f->check);
@@ -466,16 +463,9 @@ bk_status bk_fbf_insert_if_absent(bk_fbf *f, const void *key, size_t len,
 #define FBF_AHEAD 8u
 
 static bk_status check_keys(const bk_fbf *f, const void *const *keys,
-                            const size_t *lens, size_t n, const void *out) {
+                            const size_t *lens, size_t n) {
   BK_RETURN_IF(!f, BK_EINVAL);
-  if (!n) return BK_OK;
-  BK_RETURN_IF(!keys || !lens || !out, BK_EINVAL);
-  for (size_t i = 0; i < n; i++) {
-    BK_RETURN_IF(!keys[i] && lens[i], BK_EINVAL);
-    BK_RETURN_IF(f->hash_alg == BK_HASH_MURMUR3 && lens[i] > (size_t)INT32_MAX,
-                 BK_EINVAL);
-  }
-  return BK_OK;
+  return bk__batch_keys_ok(f->hash_alg, keys, lens, n);
 }
 
 /* DIGEST(i): key i's digest; BODY uses i, h (bk_hash) and lanes. */
@@ -506,7 +496,8 @@ static bk_status check_keys(const bk_fbf *f, const void *const *keys,
 
 bk_status bk_fbf_contains_many(const bk_fbf *f, const void *const *keys,
                                const size_t *lens, size_t n, bool *out) {
-  BK_TRY(check_keys(f, keys, lens, n, out));
+  BK_TRY(check_keys(f, keys, lens, n));
+  BK_RETURN_IF(n && !out, BK_EINVAL);
   FBF_BATCH(f, n, false, KEY_DIGEST,
             { out[i] = check_lanes(f, lanes, f->check); });
   return BK_OK;
@@ -522,7 +513,7 @@ bk_status bk_fbf_contains_many_hash(const bk_fbf *f, const bk_hash *hashes,
 
 bk_status bk_fbf_insert_many(bk_fbf *f, const void *const *keys,
                              const size_t *lens, size_t n) {
-  BK_TRY(check_keys(f, keys, lens, n, lens));
+  BK_TRY(check_keys(f, keys, lens, n));
   FBF_BATCH(f, n, true, KEY_DIGEST, { insert_checked(f, h, lanes); });
   return BK_OK;
 }
@@ -530,7 +521,8 @@ bk_status bk_fbf_insert_many(bk_fbf *f, const void *const *keys,
 bk_status bk_fbf_insert_if_absent_many(bk_fbf *f, const void *const *keys,
                                        const size_t *lens, size_t n,
                                        bool *added) {
-  BK_TRY(check_keys(f, keys, lens, n, added));
+  BK_TRY(check_keys(f, keys, lens, n));
+  BK_RETURN_IF(n && !added, BK_EINVAL);
   FBF_BATCH(f, n, true, KEY_DIGEST,
             { added[i] = insert_if_absent_lanes(f, h, lanes); });
   return BK_OK;
@@ -724,7 +716,7 @@ static void publish_and_sweep(bk_fbf *f, uint64_t next, uint64_t dropped) {
   __atomic_store_n(&f->state, next, __ATOMIC_SEQ_CST);
   /* Grace period: an insert that may have read the previous state holds
    * its key lock; each lock seen held is waited on until that holder
-   * releases it, before anything is cleared. (Inserts under older states
+   * releases it, before this refresh sweeps. (Inserts under older states
    * finished before the previous refresh got here.) */
   for (unsigned i = 0; i < BK__FBF_LOCKS; i++) {
     uint32_t *l = bk__fbf_lock(f, i);

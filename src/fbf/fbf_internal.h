@@ -12,6 +12,7 @@
 #include "bloomkit/params.h"
 #include "core/hash_inline.h"
 #include "core/internal.h"
+#include "core/sync.h"
 
 /* Lanes per sweep chunk: a refresh clears a dropped filter chunk by chunk,
  * and inserters help with the chunks they touch (see fbf.c). */
@@ -19,7 +20,7 @@
 #define BK__FBF_TRACE_CAP 256u
 /* Key locks: insert_if_absent's per-key locks, which every insert takes
  * (see insert_locked in fbf.c), each with its own insert counts. */
-#define BK__FBF_LOCKS 64u
+#define BK__FBF_LOCKS BK__KEY_LOCKS /* chosen by bk__key_lock_index */
 
 /*
  * The published state, one atomic word so a reader sees it whole:
