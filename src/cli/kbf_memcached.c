@@ -47,6 +47,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -258,15 +259,39 @@ static int free_port(unsigned *port) {
   return 0;
 }
 
-static bool can_connect(unsigned port) {
+/* The server on port is our child pid: the port was free when picked, but
+ * another program (a test running in parallel) may bind it before our
+ * server does, and then answers on it while ours exits. memcached's
+ * "stats" reply names its process ("STAT pid N"). */
+static bool is_own_server(unsigned port, pid_t pid) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return false;
   struct sockaddr_in a = {.sin_family = AF_INET,
                           .sin_port = htons((uint16_t)port),
                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  bool ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  struct timeval tv = {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  bool own = false;
+  static const char cmd[] = "stats\r\n";
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+      send(fd, cmd, sizeof cmd - 1, MSG_NOSIGNAL) ==
+          (ssize_t)(sizeof cmd - 1)) {
+    char buf[8192];
+    size_t n = 0;
+    while (n < sizeof buf - 1) { /* "STAT pid" is the reply's first line */
+      ssize_t r = recv(fd, buf + n, sizeof buf - 1 - n, 0);
+      if (r <= 0) break;
+      n += (size_t)r;
+      buf[n] = 0;
+      if (strstr(buf, "END\r\n") || strstr(buf, "ERROR")) break;
+    }
+    buf[n] = 0;
+    const char *p = strstr(buf, "STAT pid ");
+    own = p && strtol(p + strlen("STAT pid "), NULL, 10) == (long)pid;
+  }
   close(fd);
-  return ok;
+  return own;
 }
 
 static void server_stop(server *s) {
@@ -364,7 +389,7 @@ static int server_try(const options *o, server *s, uint64_t limit_mib) {
   }
   s->limit_mib = limit_mib;
   for (int i = 0; i < 500; i++) { /* 5 s */
-    if (can_connect(s->port)) return 0;
+    if (is_own_server(s->port, pid)) return 0;
     int status;
     if (waitpid(pid, &status, WNOHANG) == pid) { /* it exited: port taken? */
       s->pid = 0;

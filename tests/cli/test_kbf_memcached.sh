@@ -14,14 +14,15 @@ command -v memcached >/dev/null 2>&1 || { echo "memcached not installed: skipped
 TMP=$(mktemp -d) || exit 1
 trap 'rm -rf "$TMP"' EXIT
 failures=0
+ERR="$TMP/err" # the stderr of the case being checked
 fail() {
   echo "FAIL: $CASE: $*"
-  [ -s "$TMP/err" ] && echo "  stderr: $(cat "$TMP/err")"
+  [ -s "$ERR" ] && echo "  stderr: $(cat "$ERR")"
   failures=$((failures + 1))
 }
 # Every "# memcached pid N" the run reported must be gone.
 servers_gone() {
-  pids=$(sed -n 's/^# memcached pid \([0-9]*\) .*/\1/p' "$TMP/err")
+  pids=$(sed -n 's/^# memcached pid \([0-9]*\) .*/\1/p' "$ERR")
   [ -n "$pids" ] || { fail "no server was reported"; return; }
   for p in $pids; do
     if kill -0 "$p" 2>/dev/null; then
@@ -67,33 +68,42 @@ if [ -n "$PLOT" ]; then
   for f in kbf_fig15 kbf_fig16; do [ -s "$TMP/plot/$f.png" ] || fail "no $f.png"; done
 fi
 
-CASE="SIGINT during a run"
-"$BK" kbf-experiments --memcached --pairs 300000 --no-memory >"$TMP/out" 2>"$TMP/err" &
-bk=$!
-i=0
-while ! grep -q "^# memcached pid" "$TMP/err" 2>/dev/null && [ $i -lt 600 ]; do
-  sleep 0.1; i=$((i + 1))
-done
-sleep 0.3
-kill -INT $bk
-wait $bk
-st=$?
-[ "$st" -ne 0 ] || fail "exit status 0 after SIGINT"
-servers_gone
-
-CASE="SIGTERM during a run"
-"$BK" kbf-experiments --memcached --pairs 300000 --no-memory >"$TMP/out" 2>"$TMP/err" &
-bk=$!
-i=0
-while ! grep -q "^# memcached pid" "$TMP/err" 2>/dev/null && [ $i -lt 600 ]; do
-  sleep 0.1; i=$((i + 1))
-done
-sleep 0.3
-kill -TERM $bk
-wait $bk
-servers_gone
+# A run with a server up, stopped by a signal: every server it reported
+# must be gone. Each case writes to files of its own (a fresh directory),
+# so the wait below can only see the line that this run wrote: a file
+# shared with an earlier case still holds that case's line until the
+# background child opens it, and the signal would then reach a run that has
+# not started its server yet.
+signal_case() { # signal_case NAME SIGNAL
+  CASE=$1
+  dir="$TMP/$2"
+  mkdir "$dir" || { fail "cannot make $dir"; return; }
+  "$BK" kbf-experiments --memcached --pairs 300000 --no-memory \
+    >"$dir/out" 2>"$dir/err" &
+  bk=$!
+  i=0
+  while ! grep -q "^# memcached pid" "$dir/err" 2>/dev/null && [ $i -lt 600 ]; do
+    if ! kill -0 "$bk" 2>/dev/null; then break; fi
+    sleep 0.1; i=$((i + 1))
+  done
+  ERR="$dir/err"
+  if ! grep -q "^# memcached pid" "$dir/err"; then
+    kill -KILL "$bk" 2>/dev/null
+    wait "$bk"
+    fail "the run reported no server within 60 s"
+    return
+  fi
+  kill "-$2" "$bk" || fail "the run ended before the signal"
+  wait "$bk"
+  st=$?
+  [ "$st" -ne 0 ] || fail "exit status 0 after SIG$2"
+  servers_gone
+}
+signal_case "SIGINT during a run" INT
+signal_case "SIGTERM during a run" TERM
 
 CASE="no such memcached"
+ERR="$TMP/err"
 "$BK" kbf-experiments --memcached --pairs 10 --memcached-path "$TMP/none" >"$TMP/out" 2>"$TMP/err"
 st=$?
 [ "$st" -eq 1 ] || fail "exit status $st, expected 1"

@@ -232,7 +232,21 @@ static pid_t spawn(rh_node *n) {
   return pid;
 }
 
-/* Wait until the node answers PING; false when the process died. */
+/* The server on n's port is n's process: ports are picked free, then bound
+ * by the server, and a test running in parallel may have taken the port in
+ * between (its server then answers here while ours exits). */
+static bool is_own_server(redisContext *c, const rh_node *n) {
+  redisReply *r = redisCommand(c, "INFO server");
+  bool own = false;
+  if (r && r->type == REDIS_REPLY_STRING) {
+    const char *p = strstr(r->str, "process_id:");
+    own = p && strtol(p + strlen("process_id:"), NULL, 10) == (long)n->pid;
+  }
+  if (r) freeReplyObject(r);
+  return own;
+}
+
+/* Wait until the node's own process answers PING; false when it died. */
 static bool wait_ready(rh_node *n, int ms) {
   uint64_t deadline = rh_now_ms() + (uint64_t)ms;
   while (rh_now_ms() < deadline) {
@@ -249,6 +263,7 @@ static bool wait_ready(rh_node *n, int ms) {
       bool loading = r && r->type == REDIS_REPLY_ERROR &&
                      strncmp(r->str, "LOADING", 7) == 0;
       if (r) freeReplyObject(r);
+      ok = ok && is_own_server(c, n);
       redisFree(c);
       if (ok) return true;
       (void)loading;
