@@ -17,7 +17,7 @@
  * so a filter holds two refresh periods of inserts. For every constituent
  * filter to hold n ids (the bloom's fill, about half its bits set), the FBF
  * is created at time 0 with refresh period 1 (fixed N, min_window default),
- * then N + 3 periods of n / 2 distinct ids each are inserted (bk_fbf_insert,
+ * then N + 3 periods of n / 2 distinct ids each are inserted (bk_fbf_add,
  * bk_fx_fill's threads) with one bk_fbf_advance by one period between
  * periods (N + 2 refreshes). The present and every past filter then hold two
  * periods (~52% of their bits set) and the future one period (~30%), as at
@@ -41,14 +41,14 @@
  *       mem_const_B = memory - (N + 2) m / 8 (bytes).
  *   dep/bloom/contains_absent, dep/fbf/contains_absent
  *       the same, each key derived from the previous answer (latency).
- *   bloom/add_if_absent, fbf/insert_if_absent
+ *   bloom/add_if_absent, fbf/add_if_absent
  *       fresh ids, on a scratch copy of the filled bloom and on the FBF.
  *       Like bench_bloom.c's adds, each resets its filter (timer paused) once
  *       it has taken 1% of n fresh ids (bk_fx_fresh_budget), and the
  *       position in the fresh ids carries over between runs, so both cycle
  *       through their filled state plus fewer than 1% n fresh ids (for the
  *       FBF: in its future and present filters).
- *   fbf/contains_many_absent, fbf/insert_if_absent_many
+ *   fbf/contains_many_absent, fbf/add_if_absent_many
  *       the FBF rows above through the batch calls, BK_FX_MANY (256) keys a
  *       call (fixture.h's batch loops): the library prefetches the lanes of
  *       the keys ahead, so the misses of several keys overlap. Reported
@@ -212,11 +212,11 @@ typedef enum op {
   OP_BLOOM_CONTAINS_ABSENT_DEP,
   OP_FBF_CONTAINS_ABSENT_DEP,
   OP_BLOOM_ADD_IF_ABSENT,
-  OP_FBF_INSERT_IF_ABSENT,
+  OP_FBF_ADD_IF_ABSENT,
   OP_MEM_BLOOM_CONTAINS_ABSENT,
   OP_MEM_BLOOM_ADD_IF_ABSENT,
   OP_FBF_CONTAINS_MANY_ABSENT,
-  OP_FBF_INSERT_IF_ABSENT_MANY,
+  OP_FBF_ADD_IF_ABSENT_MANY,
   OP_MEMSET_FILTER,
   OP_FBF_REFRESH,
   OP_COUNT
@@ -252,20 +252,20 @@ static const struct op_spec {
                                       true, BLOOM_LOOKUPS, true},
     [OP_FBF_CONTAINS_ABSENT_DEP] = {"dep/fbf/contains_absent", " dependent",
                                     false, FBF_LOOKUPS, true},
-    [OP_BLOOM_ADD_IF_ABSENT] = {"bloom/add_if_absent", " insert", true,
-                                BLOOM_ADDS, false},
-    [OP_FBF_INSERT_IF_ABSENT] = {"fbf/insert_if_absent", " insert", false,
-                                 FBF_ADDS, false},
+    [OP_BLOOM_ADD_IF_ABSENT] = {"bloom/add_if_absent", " add", true, BLOOM_ADDS,
+                                false},
+    [OP_FBF_ADD_IF_ABSENT] = {"fbf/add_if_absent", " add", false, FBF_ADDS,
+                              false},
     [OP_MEM_BLOOM_CONTAINS_ABSENT] = {"same_memory/bloom/contains_absent",
                                       " same memory", true, BLOOM_LOOKUPS,
                                       false, true},
     [OP_MEM_BLOOM_ADD_IF_ABSENT] = {"same_memory/bloom/add_if_absent",
-                                    " same memory insert", true, BLOOM_ADDS,
-                                    false, true},
+                                    " same memory add", true, BLOOM_ADDS, false,
+                                    true},
     [OP_FBF_CONTAINS_MANY_ABSENT] = {"fbf/contains_many_absent", "", false,
                                      FBF_LOOKUPS_MANY, false},
-    [OP_FBF_INSERT_IF_ABSENT_MANY] = {"fbf/insert_if_absent_many", " insert",
-                                      false, FBF_ADDS_MANY, false},
+    [OP_FBF_ADD_IF_ABSENT_MANY] = {"fbf/add_if_absent_many", " insert", false,
+                                   FBF_ADDS_MANY, false},
     [OP_MEMSET_FILTER] = {"memset_filter", " refresh", true, MEMSETS, false},
     [OP_FBF_REFRESH] = {"fbf/refresh", " refresh", false, REFRESHES, false},
 };
@@ -289,7 +289,7 @@ typedef struct fbf_case {
   unsigned refreshed; /* refreshes since the reset */
   bool refresh_verified;
   double mem_ratio, mem_const;
-  bk_fx_bloom bloom; /* the bloom of the same m and k, and its scratch */
+  bk_fx_bloom bloom;     /* the bloom of the same m and k, and its scratch */
   bk_fx_bloom bloom_mem; /* the bloom of the FBF's memory, (N + 2) m bits */
   /* memset_filter: n_filters buffers of clear_bytes, one after another */
   unsigned char *clear_buf;
@@ -328,22 +328,22 @@ static bk_status fbf_contains(const void *f, const void *key, size_t len,
                               bool *found) {
   return bk_fbf_contains(f, key, len, found);
 }
-static bk_status fbf_insert(void *f, const void *key, size_t len, bool *added) {
+static bk_status fbf_add(void *f, const void *key, size_t len, bool *added) {
   (void)added;
-  return bk_fbf_insert(f, key, len);
+  return bk_fbf_add(f, key, len);
 }
-static bk_status fbf_insert_if_absent(void *f, const void *key, size_t len,
-                                      bool *added) {
-  return bk_fbf_insert_if_absent(f, key, len, added);
+static bk_status fbf_add_if_absent(void *f, const void *key, size_t len,
+                                   bool *added) {
+  return bk_fbf_add_if_absent(f, key, len, added);
 }
 static bk_status fbf_contains_many(const void *f, const void *const *keys,
                                    const size_t *lens, size_t n, bool *found) {
   return bk_fbf_contains_many(f, keys, lens, n, found);
 }
-static bk_status fbf_insert_if_absent_many(void *f, const void *const *keys,
-                                           const size_t *lens, size_t n,
-                                           bool *added) {
-  return bk_fbf_insert_if_absent_many(f, keys, lens, n, added);
+static bk_status fbf_add_if_absent_many(void *f, const void *const *keys,
+                                        const size_t *lens, size_t n,
+                                        bool *added) {
+  return bk_fbf_add_if_absent_many(f, keys, lens, n, added);
 }
 
 /* ---- building ------------------------------------------------------------ */
@@ -377,7 +377,7 @@ static bool ensure_fbf(fbf_case *fc, bk_bench_state *st) {
   for (unsigned p = 0; s == BK_OK && p < fc->n_filters + 1; p++) {
     if (p > 0) s = bk_fbf_advance(f, now += PERIOD);
     if (s == BK_OK)
-      s = bk_fx_fill(fbf_insert, f, (uint64_t)p * fc->per_period,
+      s = bk_fx_fill(fbf_add, f, (uint64_t)p * fc->per_period,
                      (uint64_t)(p + 1) * fc->per_period);
   }
   double t1 = bk_fx_now();
@@ -438,7 +438,7 @@ static bool ensure_fbf(fbf_case *fc, bk_bench_state *st) {
   for (uint64_t i = 0; s == BK_OK && i < 1000; i++) {
     uint64_t key = bk_fx_fresh_key(((uint64_t)1 << 40) | i);
     bool added;
-    s = bk_fbf_insert_if_absent(f, &key, sizeof key, &added);
+    s = bk_fbf_add_if_absent(f, &key, sizeof key, &added);
   }
   if (s == BK_OK) {
     t3 = bk_fx_now();
@@ -616,13 +616,12 @@ static void bench_fbf(bk_bench_state *st, void *p) {
       break;
     case FBF_ADDS:
       if (!ensure_fbf_state(fc, st, true, false)) return;
-      t = bk_fx_fresh_adds(st, fbf_insert_if_absent, fc->fbf, &fc->fresh);
+      t = bk_fx_fresh_adds(st, fbf_add_if_absent, fc->fbf, &fc->fresh);
       if (t.reset != BK_OK) /* the run is an error, and so is the case */
         bk_fx_fail(&fc->setup, st, "FBF reset (snapshot restore): %s",
                    bk_strerror(t.reset));
       else
-        bk_fx_report(st, t, "new_rate", false,
-                     "bk_fbf_insert_if_absent failed");
+        bk_fx_report(st, t, "new_rate", false, "bk_fbf_add_if_absent failed");
       break;
     case FBF_LOOKUPS_MANY:
       if (!ensure_fbf_state(fc, st, false, false)) return;
@@ -631,14 +630,14 @@ static void bench_fbf(bk_bench_state *st, void *p) {
       break;
     case FBF_ADDS_MANY:
       if (!ensure_fbf_state(fc, st, true, false)) return;
-      t = bk_fx_fresh_adds_many(st, fbf_insert_if_absent_many, fc->fbf,
-                                &fc->fresh, true);
+      t = bk_fx_fresh_adds_many(st, fbf_add_if_absent_many, fc->fbf, &fc->fresh,
+                                true);
       if (t.reset != BK_OK)
         bk_fx_fail(&fc->setup, st, "FBF reset (snapshot restore): %s",
                    bk_strerror(t.reset));
       else
         bk_fx_report(st, t, "new_rate", false,
-                     "bk_fbf_insert_if_absent_many failed");
+                     "bk_fbf_add_if_absent_many failed");
       break;
     case MEMSETS:
       if (ensure_clear_buf(fc, st)) memset_filter(st, fc);
@@ -672,19 +671,19 @@ static void register_targets(void) {
        OP_FBF_CONTAINS_ABSENT_DEP, OP_BLOOM_CONTAINS_ABSENT_DEP, BK_FX_INFO},
       {"fbf insert_if_absent vs bloom add_if_absent, fresh ids, %llu MiB, "
        "N=%u",
-       OP_FBF_INSERT_IF_ABSENT, OP_BLOOM_ADD_IF_ABSENT, INSERT_LIMIT},
+       OP_FBF_ADD_IF_ABSENT, OP_BLOOM_ADD_IF_ABSENT, INSERT_LIMIT},
       {"fbf contains absent vs standard bloom of the fbf's memory, "
        "(N+2) m bits, %llu MiB, N=%u",
        OP_FBF_CONTAINS_ABSENT, OP_MEM_BLOOM_CONTAINS_ABSENT, CONTAINS_LIMIT},
       {"fbf insert_if_absent vs bloom add_if_absent, bloom of the fbf's "
        "memory, %llu MiB, N=%u",
-       OP_FBF_INSERT_IF_ABSENT, OP_MEM_BLOOM_ADD_IF_ABSENT, INSERT_LIMIT},
+       OP_FBF_ADD_IF_ABSENT, OP_MEM_BLOOM_ADD_IF_ABSENT, INSERT_LIMIT},
       {"fbf contains_many absent (256 a call) vs single-key bloom same m, "
        "%llu MiB, N=%u",
        OP_FBF_CONTAINS_MANY_ABSENT, OP_BLOOM_CONTAINS_ABSENT, BK_FX_INFO},
       {"fbf insert_if_absent_many (256 a call) vs single-key bloom "
        "add_if_absent same m, %llu MiB, N=%u",
-       OP_FBF_INSERT_IF_ABSENT_MANY, OP_BLOOM_ADD_IF_ABSENT, BK_FX_INFO},
+       OP_FBF_ADD_IF_ABSENT_MANY, OP_BLOOM_ADD_IF_ABSENT, BK_FX_INFO},
       {"fbf memory <= 1.1 x (N+2) m/8 + const, %llu MiB, N=%u",
        OP_FBF_CONTAINS_ABSENT, OP_COUNT, MEMORY_LIMIT},
       {"fbf refresh (one advance) vs memset of one filter (m/8 B), %llu MiB, "
@@ -819,7 +818,7 @@ static void bench_advance(bk_bench_state *st, void *arg) {
     for (uint64_t i = 0; i < n; i++) {
       for (unsigned j = 0; j < 64; j++) {
         uint64_t id = ac->next_id++;
-        (void)bk_fbf_insert(ac->f, &id, sizeof id);
+        (void)bk_fbf_add(ac->f, &id, sizeof id);
       }
       /* 2^64 / 10^12 jumps reach the end of time: start over. */
       if (ac->now > UINT64_MAX - 2000000000000u) {

@@ -163,10 +163,10 @@ static const char *fbf_exercise(void *obj, uint64_t seed) {
   bool v;
   bk_hash h = {0x1234, 0x5678};
   EX_CHECK(bk_fbf_contains_hash(f, h, &v) == BK_OK);
-  EX_CHECK(bk_fbf_insert_hash(f, h) == BK_OK);
+  EX_CHECK(bk_fbf_add_hash(f, h) == BK_OK);
   EX_CHECK(bk_fbf_contains_hash(f, h, &v) == BK_OK && v);
   bool is_new;
-  EX_CHECK(bk_fbf_insert_if_absent(f, "x", 1, &is_new) == BK_OK);
+  EX_CHECK(bk_fbf_add_if_absent(f, "x", 1, &is_new) == BK_OK);
   EX_CHECK(bk_fbf_contains(f, "x", 1, &v) == BK_OK && v);
   double fpp;
   EX_CHECK(bk_fbf_estimated_fpp(f, BK_FBF_CHECK_DEFAULT, &fpp) == BK_OK);
@@ -184,7 +184,7 @@ static const char *fbf_exercise(void *obj, uint64_t seed) {
   EX_CHECK(bk_fbf_info_get(f, &info) == BK_OK);
   later = random_jump(info.now, info.refresh_period, seed);
   EX_CHECK(bk_fbf_advance(f, later) == BK_OK);
-  EX_CHECK(bk_fbf_insert_hash(f, h) == BK_OK);
+  EX_CHECK(bk_fbf_add_hash(f, h) == BK_OK);
   EX_CHECK(bk_fbf_contains_hash(f, h, &v) == BK_OK && v);
   /* Whatever the state says, no call's time grows with the clock: jumps
    * of 2^40 periods and to the end of time return (a hang here is caught
@@ -196,7 +196,7 @@ static const char *fbf_exercise(void *obj, uint64_t seed) {
   later = info.now > UINT64_MAX - 1 - far ? UINT64_MAX - 1 : info.now + far;
   if (later < info.now) later = info.now; /* the clock is at the end */
   EX_CHECK(bk_fbf_advance(f, later) == BK_OK);
-  EX_CHECK(bk_fbf_insert_if_absent(f, "y", 1, &is_new) == BK_OK);
+  EX_CHECK(bk_fbf_add_if_absent(f, "y", 1, &is_new) == BK_OK);
   EX_CHECK(bk_fbf_advance(f, UINT64_MAX) == BK_OK);
   EX_CHECK(bk_fbf_estimated_fpp(f, BK_FBF_CHECK_DEFAULT, &fpp) == BK_OK);
   EX_CHECK(bk_fbf_contains(f, "y", 1, &v) == BK_OK);
@@ -214,13 +214,13 @@ static const char *rbf_exercise(void *obj, uint64_t seed) {
   bk_rbf_info before, after;
   EX_CHECK(bk_rbf_info_get(r, &before) == BK_OK);
   EX_CHECK(bk_rbf_contains_hash(r, h, &v) == BK_OK);
-  EX_CHECK(bk_rbf_insert_hash(r, h) == BK_OK);
+  EX_CHECK(bk_rbf_add_hash(r, h) == BK_OK);
   EX_CHECK(bk_rbf_info_get(r, &after) == BK_OK);
   /* Found, unless this insert was the one that recycled the filter. */
   EX_CHECK(bk_rbf_contains_hash(r, h, &v) == BK_OK &&
            (v || after.recycles != before.recycles));
   bool is_new;
-  EX_CHECK(bk_rbf_insert_if_absent(r, "x", 1, &is_new) == BK_OK);
+  EX_CHECK(bk_rbf_add_if_absent(r, "x", 1, &is_new) == BK_OK);
   double fpp;
   EX_CHECK(bk_rbf_estimated_fpp(r, &fpp) == BK_OK);
   EX_CHECK(fpp >= 0.0 && fpp <= 1.0);
@@ -370,8 +370,7 @@ static const char *scbf_exercise(void *obj, uint64_t seed) {
   bk_status st = bk_scbf_add(s, &seed, sizeof seed, id);
   EX_CHECK(st == BK_OK || st == BK_EFULL);
   if (st == BK_OK) {
-    EX_CHECK(bk_scbf_contains(s, &seed, sizeof seed, &found) == BK_OK &&
-             found);
+    EX_CHECK(bk_scbf_contains(s, &seed, sizeof seed, &found) == BK_OK && found);
     EX_CHECK(bk_scbf_info_get(s, &after) == BK_OK);
     EX_CHECK(after.seqnum == info.seqnum + 1 &&
              after.mem_seqnum == after.seqnum);
@@ -390,7 +389,8 @@ static const char *scbf_exercise(void *obj, uint64_t seed) {
 BK_TEST_CODEC_ADAPTERS(scbf)
 BK_TEST_CODEC(scbf, BK__TYPE_SCBF, 1, true, NULL);
 
-/* ---- bloomclock ------------------------------------------------------------ */
+/* ---- bloomclock ------------------------------------------------------------
+ */
 
 static const char *bloomclock_exercise(void *obj, uint64_t seed) {
   bk_bloomclock *c = obj;
@@ -404,12 +404,12 @@ static const char *bloomclock_exercise(void *obj, uint64_t seed) {
   /* A copy taken now happened before the next tick (or equals it when the
    * event count is exhausted or every counter is saturated). */
   bk_bloomclock *before = NULL;
-  EX_CHECK(bk_bloomclock_create(&before, &(bk_bloomclock_config){
-                                             .m = in.m,
-                                             .k = in.k,
-                                             .counter_bits = in.counter_bits,
-                                             .hash_alg = in.hash_alg,
-                                             .seed = in.seed}) == BK_OK);
+  EX_CHECK(bk_bloomclock_create(
+               &before, &(bk_bloomclock_config){.m = in.m,
+                                                .k = in.k,
+                                                .counter_bits = in.counter_bits,
+                                                .hash_alg = in.hash_alg,
+                                                .seed = in.seed}) == BK_OK);
   bk_causality rel = BK_CAUSAL_CONCURRENT;
   bk_status ts = BK_EINVAL;
   double lp = 1, pp = -1;
@@ -422,8 +422,8 @@ static const char *bloomclock_exercise(void *obj, uint64_t seed) {
          bk_bloomclock_compare(before, c, &rel) == BK_OK &&
          (rel == BK_CAUSAL_BEFORE || rel == BK_CAUSAL_EQUAL) &&
          bk_bloomclock_log_pr_p(before, c, &lp) == BK_OK && lp <= 0 &&
-         !isnan(lp) && bk_bloomclock_pr_p(c, before, &pp) == BK_OK &&
-         pp >= 0 && pp <= 1;
+         !isnan(lp) && bk_bloomclock_pr_p(c, before, &pp) == BK_OK && pp >= 0 &&
+         pp <= 1;
   }
   /* The receive path: the earlier copy's wire form merged into c. */
   if (ok) {
@@ -450,7 +450,8 @@ static const char *bloomclock_exercise(void *obj, uint64_t seed) {
 BK_TEST_CODEC_ADAPTERS(bloomclock)
 BK_TEST_CODEC(bloomclock, BK__TYPE_BLOOMCLOCK, 1, true, NULL);
 
-/* ---- vclock ---------------------------------------------------------------- */
+/* ---- vclock ----------------------------------------------------------------
+ */
 
 static const char *vclock_exercise(void *obj, uint64_t seed) {
   bk_vclock *v = obj;

@@ -166,7 +166,7 @@ static bool has_id(const bk_fbf *f, uint64_t id) {
 /* insert_if_absent: true when the element was new (and is now inserted). */
 static bool add_new(bk_fbf *f, bk_hash h) {
   bool added = false;
-  assert_bk_ok(bk_fbf_insert_if_absent_hash(f, h, &added));
+  assert_bk_ok(bk_fbf_add_if_absent_hash(f, h, &added));
   return added;
 }
 
@@ -380,7 +380,7 @@ static void test_insert_algorithm1(void **state) {
   assert_bk_ok(bk_hash_bytes(BK_HASH_XXH3, seed, key, strlen(key), &ref));
   assert_true(h.lo == ref.lo && h.hi == ref.hi);
 
-  assert_bk_ok(bk_fbf_insert(f, key, strlen(key)));
+  assert_bk_ok(bk_fbf_add(f, key, strlen(key)));
   bk_fbf_info in = info_of(f);
   assert_int_equal(in.inserted[0], 1);
   assert_int_equal(in.inserted[1], 1);
@@ -388,11 +388,11 @@ static void test_insert_algorithm1(void **state) {
   assert_int_equal(in.set_bits[0], in.set_bits[1]);
   assert_true(in.set_bits[0] >= 1 && in.set_bits[0] <= 7);
   /* A second insert is a retry: nothing changes. */
-  assert_bk_ok(bk_fbf_insert(f, key, strlen(key)));
+  assert_bk_ok(bk_fbf_add(f, key, strlen(key)));
   bool added = true;
-  assert_bk_ok(bk_fbf_insert_if_absent(f, key, strlen(key), &added));
+  assert_bk_ok(bk_fbf_add_if_absent(f, key, strlen(key), &added));
   assert_false(added);
-  assert_bk_ok(bk_fbf_insert_hash(f, h));
+  assert_bk_ok(bk_fbf_add_hash(f, h));
   in = info_of(f);
   assert_int_equal(in.inserted[0], 1);
   assert_int_equal(in.inserted[1], 1);
@@ -404,7 +404,7 @@ static void test_insert_algorithm1(void **state) {
    * inserts nothing and it is forgotten on its first insert's schedule. */
   advance(f, 100);
   assert_true(has(f, h));
-  assert_bk_ok(bk_fbf_insert_if_absent_hash(f, h, &added));
+  assert_bk_ok(bk_fbf_add_if_absent_hash(f, h, &added));
   assert_false(added);
   in = info_of(f);
   assert_int_equal(in.inserted[0], 0);
@@ -416,11 +416,11 @@ static void test_insert_algorithm1(void **state) {
   assert_false(has(f, h));
   assert_false(has_with(f, h, BK_FBF_CHECK_SIMPLE));
   /* Forgotten: it is new again. */
-  assert_bk_ok(bk_fbf_insert_if_absent_hash(f, h, &added));
+  assert_bk_ok(bk_fbf_add_if_absent_hash(f, h, &added));
   assert_true(added);
 
   /* The empty key is a key. */
-  assert_bk_ok(bk_fbf_insert(f, NULL, 0));
+  assert_bk_ok(bk_fbf_add(f, NULL, 0));
   assert_bk_ok(bk_fbf_contains(f, NULL, 0, &out));
   assert_true(out);
   bk_fbf_destroy(f);
@@ -613,10 +613,10 @@ static void test_matches_reference(void **state) {
           bool want = ref_insert(&r, h);
           bool got;
           if (i & 1) {
-            assert_bk_ok(bk_fbf_insert_if_absent_hash(f, h, &got));
+            assert_bk_ok(bk_fbf_add_if_absent_hash(f, h, &got));
           } else {
             got = !has(f, h);
-            assert_bk_ok(bk_fbf_insert_hash(f, h));
+            assert_bk_ok(bk_fbf_add_hash(f, h));
           }
           if (got != want)
             fail_msg("case %zu step %u: insert said new=%d, reference %d", c,
@@ -725,7 +725,7 @@ static void child_advance_to_max(void) {
       .m_bits = 1024, .k = 3, .n_past = 1, .refresh_period = 1000};
   bk_fbf *f = NULL;
   if (bk_fbf_create(&f, &cfg) != BK_OK) _exit(3);
-  (void)bk_fbf_insert(f, "x", 1);
+  (void)bk_fbf_add(f, "x", 1);
   (void)bk_fbf_advance(f, UINT64_MAX);
   bk_fbf_destroy(f);
 }
@@ -768,7 +768,7 @@ static void child_restored_stale_schedule(void) {
                        .adapt_interval = 1};
   bk_fbf *f = NULL;
   if (bk_fbf_create(&f, &cfg) != BK_OK) _exit(3);
-  (void)bk_fbf_insert(f, "x", 1);
+  (void)bk_fbf_add(f, "x", 1);
   size_t size = 0, written = 0;
   (void)bk_fbf_serialized_size(f, &size);
   unsigned char *blob = malloc(size);
@@ -845,7 +845,7 @@ static void child_jumps(void) {
     for (size_t j = 0; j < sizeof jumps / sizeof jumps[0]; j++) {
       bk_fbf *f = NULL;
       if (bk_fbf_create(&f, &k_jump_cfgs[c]) != BK_OK) _exit(3);
-      for (uint64_t id = 0; id < 200; id++) (void)bk_fbf_insert(f, &id, 8);
+      for (uint64_t id = 0; id < 200; id++) (void)bk_fbf_add(f, &id, 8);
       if (bk_fbf_advance(f, jumps[j]) != BK_OK) _exit(4);
       bk_fbf_info in;
       if (bk_fbf_info_get(f, &in) != BK_OK || in.now != jumps[j]) _exit(5);
@@ -856,7 +856,7 @@ static void child_jumps(void) {
       uint64_t old = 7;
       (void)bk_fbf_contains(f, &old, 8, &found);
       if (found) _exit(7);
-      (void)bk_fbf_insert(f, "new", 3);
+      (void)bk_fbf_add(f, "new", 3);
       (void)bk_fbf_contains(f, "new", 3, &found);
       if (!found) _exit(8);
       size_t size, written;
@@ -953,9 +953,10 @@ static void test_advance_to_end_leaves_no_tick_due(void **state) {
       bk_fbf *g = NULL;
       bk_status s = bk_fbf_deserialize(blob, len, NULL, &g);
       if (s != BK_OK)
-        fail_msg("step 2^%llu, advanced to 2^64 - %zu: the state does not "
-                 "load (%s)",
-                 (unsigned long long)step_log, 2 - e, bk_status_name(s));
+        fail_msg(
+            "step 2^%llu, advanced to 2^64 - %zu: the state does not "
+            "load (%s)",
+            (unsigned long long)step_log, 2 - e, bk_status_name(s));
       bk_fbf_destroy(g);
       free(blob);
       bk_fbf_destroy(f);
@@ -1079,7 +1080,7 @@ static void test_deserialize_unreachable(void **state) {
   assert_int_equal(bk_test_codec_load(c, m, len, (void **)&big), BK_OK);
   uint64_t key = 0xF0F0F0F0;
   for (int i = 0; i < 100; i++, key = key * 6364136223846793005u + 1)
-    assert_bk_ok(bk_fbf_insert(big, &key, 8));
+    assert_bk_ok(bk_fbf_add(big, &key, 8));
   bk_fbf_info binfo;
   assert_bk_ok(bk_fbf_info_get(big, &binfo));
   assert_true(binfo.inserted[0] > ((uint64_t)1 << 56)); /* the future's */
@@ -1402,8 +1403,8 @@ static void thesis_point_run(uint64_t m, unsigned k, unsigned n, unsigned reps,
  * module's INFO showed fpp 0). */
 static void test_estimate_tiny_rates(void **state) {
   (void)state;
-  bk_fbf_config cfg = {.m_bits = 1u << 20, .k = 7, .n_past = 2,
-                       .refresh_period = 100};
+  bk_fbf_config cfg = {
+      .m_bits = 1u << 20, .k = 7, .n_past = 2, .refresh_period = 100};
   bk_fbf *f = make(&cfg);
   assert_true(est_of(f, BK_FBF_CHECK_OPTIMIZED) == 0.0);
   assert_false(signbit(est_of(f, BK_FBF_CHECK_OPTIMIZED)));
@@ -1441,7 +1442,7 @@ static double steady_measured(uint64_t c, unsigned n_past, double filter_fpp,
     for (uint64_t i = 0; i < c; i++) {
       unsigned char kb[8];
       bk__store_le64(kb, id++);
-      assert_bk_ok(bk_fbf_insert(f, kb, sizeof kb));
+      assert_bk_ok(bk_fbf_add(f, kb, sizeof kb));
     }
   }
   const uint64_t probes = 400000;
@@ -1776,7 +1777,7 @@ static void prop_run(const prop_case *pc, unsigned steps, uint64_t seed,
         added = add_new(f, h);
       } else {
         added = !has(f, h);
-        assert_bk_ok(bk_fbf_insert_hash(f, h));
+        assert_bk_ok(bk_fbf_add_hash(f, h));
       }
       if (added) {
         assert_true(back - front < RING_SIZE);
@@ -2315,12 +2316,12 @@ static void *inserter_main(void *arg) {
     uint64_t s = atomic_load(&sh->clock_lo);
     bool added = false;
     if (sh->same_ids || (j & 1)) {
-      if (bk_fbf_insert_if_absent_hash(sh->f, h, &added) != BK_OK)
+      if (bk_fbf_add_if_absent_hash(sh->f, h, &added) != BK_OK)
         atomic_fetch_add(&sh->errors, 1);
     } else {
       /* Own ids: "absent before" decides whether this insert added it. */
       added = !contains_quiet(sh->f, h, sh);
-      if (bk_fbf_insert(sh->f, kb, sizeof kb) != BK_OK)
+      if (bk_fbf_add(sh->f, kb, sizeof kb) != BK_OK)
         atomic_fetch_add(&sh->errors, 1);
     }
     if (sh->same_ids) {
@@ -2555,9 +2556,9 @@ static void test_concurrent_sweep_masking(void **state) {
   uint64_t now = 0, cycles = 0;
   while (now_seconds() - t0 < budget && atomic_load(&ms.phantoms) == 0) {
     uint64_t c = ++cycles;
-    assert_bk_ok(bk_fbf_insert_hash(ms.f, ms.canary));
+    assert_bk_ok(bk_fbf_add_hash(ms.f, ms.canary));
     for (size_t i = 0; i < n_fill; i++)
-      assert_bk_ok(bk_fbf_insert_hash(ms.f, fill[i]));
+      assert_bk_ok(bk_fbf_add_hash(ms.f, fill[i]));
     advance(ms.f, now += t);
     advance(ms.f, now += t);
     /* The filter holding this cycle's keys is now the oldest. */
@@ -2620,7 +2621,7 @@ static void *snap_inserter(void *arg) {
   while (!atomic_load(&a->sh->stop)) {
     unsigned char kb[8];
     bk__store_le64(kb, id++);
-    if (bk_fbf_insert(a->sh->f, kb, sizeof kb) != BK_OK)
+    if (bk_fbf_add(a->sh->f, kb, sizeof kb) != BK_OK)
       atomic_fetch_add(&a->sh->errors, 1);
     n++;
   }
@@ -2701,7 +2702,7 @@ static void test_timer(void **state) {
                        .start_time = bk_fbf_clock_ms(),
                        .allocator = &al};
   bk_fbf *f = make(&cfg);
-  assert_bk_ok(bk_fbf_insert(f, "early", 5));
+  assert_bk_ok(bk_fbf_add(f, "early", 5));
   bk_fbf_timer *tm = NULL;
   assert_bk_ok(bk_fbf_timer_start(f, 0, &tm));
   assert_non_null(tm);
@@ -2711,7 +2712,7 @@ static void test_timer(void **state) {
   while (now_seconds() - t0 < 0.3) {
     char key[32];
     int len = snprintf(key, sizeof key, "k%u", i++);
-    assert_bk_ok(bk_fbf_insert(f, key, (size_t)len));
+    assert_bk_ok(bk_fbf_add(f, key, (size_t)len));
     bool out = false;
     assert_bk_ok(bk_fbf_contains(f, key, (size_t)len, &out));
     assert_true(out); /* just inserted: far younger than (N+1) t = 100 ms */
@@ -3225,7 +3226,7 @@ static void staged_hook(bk__fbf_pause_at where) {
 
 static void *staged_a(void *arg) {
   staged_sweep *ss = arg;
-  assert_bk_ok(bk_fbf_insert_if_absent_hash(ss->f, ss->x, &ss->x_added));
+  assert_bk_ok(bk_fbf_add_if_absent_hash(ss->f, ss->x, &ss->x_added));
   atomic_store(&ss->a_done, 1);
   return NULL;
 }
@@ -3238,7 +3239,7 @@ static void *staged_refresh(void *arg) {
 
 static void *staged_b(void *arg) {
   staged_sweep *ss = arg;
-  assert_bk_ok(bk_fbf_insert_if_absent_hash(ss->f, ss->y, &ss->y_added));
+  assert_bk_ok(bk_fbf_add_if_absent_hash(ss->f, ss->y, &ss->y_added));
   return NULL;
 }
 
@@ -3260,9 +3261,9 @@ static void test_concurrent_sweep_keeps_old_inserts(void **state) {
   /* A period of keys plus a canary, two refreshes: that filter is now the
    * oldest, and the next refresh drops it and sweeps its slot. */
   bk_hash canary = hash_id(ss.f, ABSENT_TAG - 1);
-  assert_bk_ok(bk_fbf_insert_hash(ss.f, canary));
+  assert_bk_ok(bk_fbf_add_hash(ss.f, canary));
   for (uint64_t i = 0; i < 200; i++)
-    assert_bk_ok(bk_fbf_insert_hash(ss.f, hash_id(ss.f, i)));
+    assert_bk_ok(bk_fbf_add_hash(ss.f, hash_id(ss.f, i)));
   advance(ss.f, ss.now += t);
   advance(ss.f, ss.now += t);
   assert_true(has(ss.f, canary));
@@ -3374,14 +3375,14 @@ static void test_batches_match_single_calls(void **state) {
       const size_t *kl = keys->len + pos;
       if (round == 1) {
         /* plain inserts: compared through the states */
-        assert_bk_ok(bk_fbf_insert_many(a, kp, kl, n));
+        assert_bk_ok(bk_fbf_add_many(a, kp, kl, n));
         for (size_t i = 0; i < n; i++)
-          assert_bk_ok(bk_fbf_insert(b, kp[i], kl[i]));
+          assert_bk_ok(bk_fbf_add(b, kp[i], kl[i]));
       } else {
         memset(got, 0xAA, sizeof got);
-        assert_bk_ok(bk_fbf_insert_if_absent_many(a, kp, kl, n, got));
+        assert_bk_ok(bk_fbf_add_if_absent_many(a, kp, kl, n, got));
         for (size_t i = 0; i < n; i++) {
-          assert_bk_ok(bk_fbf_insert_if_absent(b, kp[i], kl[i], &want[i]));
+          assert_bk_ok(bk_fbf_add_if_absent(b, kp[i], kl[i], &want[i]));
           if (got[i] != want[i])
             fail_msg("round %u batch %u key %zu: batch %d, single %d", round,
                      batches, i, got[i], want[i]);
@@ -3455,8 +3456,8 @@ static void test_batch_bad_arguments(void **state) {
   size_t l0 = 0, l1 = 0;
   unsigned char *before = serialize_alloc(f, &l0);
   assert_bk_status(bk_fbf_contains_many(NULL, ptr, len, 20, out), BK_EINVAL);
-  assert_bk_status(bk_fbf_insert_many(NULL, ptr, len, 20), BK_EINVAL);
-  assert_bk_status(bk_fbf_insert_if_absent_many(NULL, ptr, len, 20, out),
+  assert_bk_status(bk_fbf_add_many(NULL, ptr, len, 20), BK_EINVAL);
+  assert_bk_status(bk_fbf_add_if_absent_many(NULL, ptr, len, 20, out),
                    BK_EINVAL);
   assert_bk_status(bk_fbf_contains_many_hash(NULL, hs, 20, out), BK_EINVAL);
   assert_bk_status(bk_fbf_contains_many(f, NULL, len, 20, out), BK_EINVAL);
@@ -3464,16 +3465,14 @@ static void test_batch_bad_arguments(void **state) {
   assert_bk_status(bk_fbf_contains_many(f, ptr, len, 20, NULL), BK_EINVAL);
   assert_bk_status(bk_fbf_contains_many_hash(f, NULL, 20, out), BK_EINVAL);
   assert_bk_status(bk_fbf_contains_many_hash(f, hs, 20, NULL), BK_EINVAL);
-  assert_bk_status(bk_fbf_insert_many(f, NULL, len, 20), BK_EINVAL);
-  assert_bk_status(bk_fbf_insert_many(f, ptr, NULL, 20), BK_EINVAL);
-  assert_bk_status(bk_fbf_insert_if_absent_many(f, ptr, len, 20, NULL),
-                   BK_EINVAL);
+  assert_bk_status(bk_fbf_add_many(f, NULL, len, 20), BK_EINVAL);
+  assert_bk_status(bk_fbf_add_many(f, ptr, NULL, 20), BK_EINVAL);
+  assert_bk_status(bk_fbf_add_if_absent_many(f, ptr, len, 20, NULL), BK_EINVAL);
   /* a NULL key with a length, after 12 valid ones: none is inserted */
   ptr[12] = NULL;
   memset(out, 0x5A, sizeof out);
-  assert_bk_status(bk_fbf_insert_if_absent_many(f, ptr, len, 20, out),
-                   BK_EINVAL);
-  assert_bk_status(bk_fbf_insert_many(f, ptr, len, 20), BK_EINVAL);
+  assert_bk_status(bk_fbf_add_if_absent_many(f, ptr, len, 20, out), BK_EINVAL);
+  assert_bk_status(bk_fbf_add_many(f, ptr, len, 20), BK_EINVAL);
   assert_bk_status(bk_fbf_contains_many(f, ptr, len, 20, out), BK_EINVAL);
   for (unsigned i = 0; i < 20; i++)
     assert_int_equal(((unsigned char *)out)[i], 0x5A);
@@ -3489,8 +3488,8 @@ static void test_batch_bad_arguments(void **state) {
   size_t big_len[2] = {sizeof ids[0], (size_t)INT32_MAX + 1};
   assert_bk_status(bk_fbf_contains_many(fm, big_ptr, big_len, 2, out),
                    BK_EINVAL);
-  assert_bk_status(bk_fbf_insert_many(fm, big_ptr, big_len, 2), BK_EINVAL);
-  assert_bk_status(bk_fbf_insert_if_absent_many(fm, big_ptr, big_len, 2, out),
+  assert_bk_status(bk_fbf_add_many(fm, big_ptr, big_len, 2), BK_EINVAL);
+  assert_bk_status(bk_fbf_add_if_absent_many(fm, big_ptr, big_len, 2, out),
                    BK_EINVAL);
   bool one = true;
   assert_bk_ok(bk_fbf_contains(fm, &ids[0], sizeof ids[0], &one));
@@ -3499,8 +3498,8 @@ static void test_batch_bad_arguments(void **state) {
   /* n = 0: nothing to do, whatever the arrays */
   assert_bk_ok(bk_fbf_contains_many(f, NULL, NULL, 0, NULL));
   assert_bk_ok(bk_fbf_contains_many_hash(f, NULL, 0, NULL));
-  assert_bk_ok(bk_fbf_insert_many(f, NULL, NULL, 0));
-  assert_bk_ok(bk_fbf_insert_if_absent_many(f, NULL, NULL, 0, NULL));
+  assert_bk_ok(bk_fbf_add_many(f, NULL, NULL, 0));
+  assert_bk_ok(bk_fbf_add_if_absent_many(f, NULL, NULL, 0, NULL));
   free(before);
   free(after);
   bk_fbf_destroy(f);
@@ -3545,7 +3544,7 @@ static void *batch_racer(void *arg) {
     for (unsigned spins = 0; atomic_load(&br->arrived) < 2 * (r + 1);)
       if (++spins % 4096 == 0) sched_yield();
     uint64_t t0 = atomic_fetch_add(&br->tick, 1);
-    if (bk_fbf_insert_if_absent_many(br->f, ptr, len, n, added) != BK_OK)
+    if (bk_fbf_add_if_absent_many(br->f, ptr, len, n, added) != BK_OK)
       atomic_fetch_add(&br->errors, 1);
     uint64_t t1 = atomic_fetch_add(&br->tick, 1);
     br->span[a->tid][r] = t0 << 32 | t1;
@@ -3699,14 +3698,14 @@ static void test_bad_arguments(void **state) {
   assert_bk_status(bk_fbf_hash(NULL, "a", 1, &h), BK_EINVAL);
   assert_bk_status(bk_fbf_hash(f, NULL, 1, &h), BK_EINVAL);
   assert_bk_status(bk_fbf_hash(f, "a", 1, NULL), BK_EINVAL);
-  assert_bk_status(bk_fbf_insert(NULL, "a", 1), BK_EINVAL);
-  assert_bk_status(bk_fbf_insert(f, NULL, 1), BK_EINVAL);
-  assert_bk_status(bk_fbf_insert_hash(NULL, h), BK_EINVAL);
-  assert_bk_status(bk_fbf_insert_if_absent(NULL, "a", 1, &added), BK_EINVAL);
-  assert_bk_status(bk_fbf_insert_if_absent(f, NULL, 1, &added), BK_EINVAL);
-  assert_bk_status(bk_fbf_insert_if_absent(f, "a", 1, NULL), BK_EINVAL);
-  assert_bk_status(bk_fbf_insert_if_absent_hash(NULL, h, &added), BK_EINVAL);
-  assert_bk_status(bk_fbf_insert_if_absent_hash(f, h, NULL), BK_EINVAL);
+  assert_bk_status(bk_fbf_add(NULL, "a", 1), BK_EINVAL);
+  assert_bk_status(bk_fbf_add(f, NULL, 1), BK_EINVAL);
+  assert_bk_status(bk_fbf_add_hash(NULL, h), BK_EINVAL);
+  assert_bk_status(bk_fbf_add_if_absent(NULL, "a", 1, &added), BK_EINVAL);
+  assert_bk_status(bk_fbf_add_if_absent(f, NULL, 1, &added), BK_EINVAL);
+  assert_bk_status(bk_fbf_add_if_absent(f, "a", 1, NULL), BK_EINVAL);
+  assert_bk_status(bk_fbf_add_if_absent_hash(NULL, h, &added), BK_EINVAL);
+  assert_bk_status(bk_fbf_add_if_absent_hash(f, h, NULL), BK_EINVAL);
   assert_bk_status(bk_fbf_contains(NULL, "a", 1, &out), BK_EINVAL);
   assert_bk_status(bk_fbf_contains(f, NULL, 1, &out), BK_EINVAL);
   assert_bk_status(bk_fbf_contains(f, "a", 1, NULL), BK_EINVAL);
@@ -3825,7 +3824,7 @@ static void test_oom_create(void **state) {
     bk_fbf *f = SENTINEL;
     bk_status s = bk_fbf_create(&f, &cfg);
     if (s == BK_OK) {
-      assert_bk_ok(bk_fbf_insert(f, "a", 1));
+      assert_bk_ok(bk_fbf_add(f, "a", 1));
       bk_fbf_destroy(f);
       assert_int_equal(st.live, 0);
       break;

@@ -969,7 +969,7 @@ static void *rw_adder(void *p) {
         atomic_fetch_add(&r->errors, 1);
       if (bk_idem_get(r->t, kb, kl, &v) != BK_OK || v != 7)
         atomic_fetch_add(&r->errors, 1);
-      if (bk_idem_delete(r->t, kb, kl) != BK_OK)
+      if (bk_idem_remove(r->t, kb, kl) != BK_OK)
         atomic_fetch_add(&r->errors, 1);
       if (bk_idem_get(r->t, kb, kl, &v) != BK_ENOTFOUND)
         atomic_fetch_add(&r->errors, 1);
@@ -1154,7 +1154,7 @@ static void snapshot_case(bk_idem_strategy strategy) {
         if (!m.live[k]) continue;
         unsigned char kb[KEY_BUF];
         size_t kl = key_of(k, kb);
-        assert_bk_ok(bk_idem_delete(t, kb, kl));
+        assert_bk_ok(bk_idem_remove(t, kb, kl));
         m.live[k] = 0;
         m.value[k] = 0;
       }
@@ -1367,10 +1367,10 @@ static void test_iterate_delete_get(void **state) {
     for (size_t i = 0; i < n; i += 3) {
       unsigned char kb[KEY_BUF];
       size_t kl = key_of(i, kb);
-      assert_bk_ok(bk_idem_delete(t, kb, kl));
+      assert_bk_ok(bk_idem_remove(t, kb, kl));
       m.live[i] = 0;
       m.value[i] = 0;
-      assert_bk_status(bk_idem_delete(t, kb, kl), BK_ENOTFOUND);
+      assert_bk_status(bk_idem_remove(t, kb, kl), BK_ENOTFOUND);
       int64_t v = 12345;
       assert_bk_status(bk_idem_get(t, kb, kl, &v), BK_ENOTFOUND);
       assert_int_equal(v, 12345);
@@ -1385,7 +1385,7 @@ static void test_iterate_delete_get(void **state) {
     kb[kl] = 0;
     assert_bk_status(bk_idem_get(t, kb, kl + 1, &v), BK_ENOTFOUND);
     assert_bk_status(bk_idem_get(t, "never", 5, &v), BK_ENOTFOUND);
-    assert_bk_status(bk_idem_delete(t, "never", 5), BK_ENOTFOUND);
+    assert_bk_status(bk_idem_remove(t, "never", 5), BK_ENOTFOUND);
     /* A deleted key comes back at 0. */
     kl = key_of(0, kb);
     assert_int_equal(add_ok(t, kb, kl, opid(3, 0), 4, &v), BK_IDEM_APPLIED);
@@ -1417,15 +1417,15 @@ static void test_iterate_delete_get(void **state) {
     assert_int_equal(add_ok(t, "\1", 1, opid(4, 3), 3, &v), BK_IDEM_APPLIED);
     assert_int_equal(get_ok(t, "\0", 1), 2);
     assert_int_equal(get_ok(t, "\1", 1), 3);
-    assert_bk_ok(bk_idem_delete(t, big, sizeof big));
-    assert_bk_ok(bk_idem_delete(t, "\0", 1));
-    assert_bk_ok(bk_idem_delete(t, "\1", 1));
+    assert_bk_ok(bk_idem_remove(t, big, sizeof big));
+    assert_bk_ok(bk_idem_remove(t, "\0", 1));
+    assert_bk_ok(bk_idem_remove(t, "\1", 1));
     expect_table(t, &m, "final");
     /* Delete everything: iterate visits nothing. */
     for (size_t i = 0; i < n; i++) {
       if (!m.live[i]) continue;
       kl = key_of(i, kb);
-      assert_bk_ok(bk_idem_delete(t, kb, kl));
+      assert_bk_ok(bk_idem_remove(t, kb, kl));
       m.live[i] = 0;
     }
     expect_table(t, &m, "empty");
@@ -1643,12 +1643,12 @@ static void test_bad_arguments(void **state) {
   assert_bk_status(bk_idem_get(t, big, 17, &v), BK_EINVAL);
   assert_bk_status(bk_idem_get(d, big, BK_IDEM_KEY_MAX + 1, &v), BK_EINVAL);
   assert_bk_status(bk_idem_get(t, "a", 1, &v), BK_ENOTFOUND);
-  assert_bk_status(bk_idem_delete(NULL, "a", 1), BK_EINVAL);
-  assert_bk_status(bk_idem_delete(t, NULL, 1), BK_EINVAL);
-  assert_bk_status(bk_idem_delete(t, "a", 0), BK_EINVAL);
-  assert_bk_status(bk_idem_delete(t, big, 17), BK_EINVAL);
-  assert_bk_status(bk_idem_delete(d, big, BK_IDEM_KEY_MAX + 1), BK_EINVAL);
-  assert_bk_status(bk_idem_delete(t, "a", 1), BK_ENOTFOUND);
+  assert_bk_status(bk_idem_remove(NULL, "a", 1), BK_EINVAL);
+  assert_bk_status(bk_idem_remove(t, NULL, 1), BK_EINVAL);
+  assert_bk_status(bk_idem_remove(t, "a", 0), BK_EINVAL);
+  assert_bk_status(bk_idem_remove(t, big, 17), BK_EINVAL);
+  assert_bk_status(bk_idem_remove(d, big, BK_IDEM_KEY_MAX + 1), BK_EINVAL);
+  assert_bk_status(bk_idem_remove(t, "a", 1), BK_ENOTFOUND);
   assert_int_equal(get_ok(t, big, 16), 1);
   assert_int_equal(get_ok(d, big, BK_IDEM_KEY_MAX), 1);
 

@@ -71,7 +71,7 @@ static bool has(const bk_rbf *r, bk_hash h) {
 
 static bool add_new(bk_rbf *r, bk_hash h) {
   bool added = false;
-  assert_bk_ok(bk_rbf_insert_if_absent_hash(r, h, &added));
+  assert_bk_ok(bk_rbf_add_if_absent_hash(r, h, &added));
   return added;
 }
 
@@ -258,23 +258,23 @@ static void test_insert_if_absent(void **state) {
   assert_true(h.lo == ref.lo && h.hi == ref.hi);
   assert_bk_ok(bk_rbf_contains(r, key, strlen(key), &out));
   assert_false(out);
-  assert_bk_ok(bk_rbf_insert_if_absent(r, key, strlen(key), &added));
+  assert_bk_ok(bk_rbf_add_if_absent(r, key, strlen(key), &added));
   assert_true(added);
-  assert_bk_ok(bk_rbf_insert_if_absent(r, key, strlen(key), &added));
+  assert_bk_ok(bk_rbf_add_if_absent(r, key, strlen(key), &added));
   assert_false(added);
-  assert_bk_ok(bk_rbf_insert_if_absent_hash(r, h, &added));
+  assert_bk_ok(bk_rbf_add_if_absent_hash(r, h, &added));
   assert_false(added);
-  assert_bk_ok(bk_rbf_insert(r, key, strlen(key)));
-  assert_bk_ok(bk_rbf_insert_hash(r, h));
+  assert_bk_ok(bk_rbf_add(r, key, strlen(key)));
+  assert_bk_ok(bk_rbf_add_hash(r, h));
   assert_int_equal(info_of(r).inserted, 1);
   assert_bk_ok(bk_rbf_contains(r, key, strlen(key), &out));
   assert_true(out);
   assert_true(has(r, h));
-  /* bk_rbf_insert counts new keys too. */
-  assert_bk_ok(bk_rbf_insert(r, "other", 5));
+  /* bk_rbf_add counts new keys too. */
+  assert_bk_ok(bk_rbf_add(r, "other", 5));
   assert_int_equal(info_of(r).inserted, 2);
   /* The empty key is a key. */
-  assert_bk_ok(bk_rbf_insert_if_absent(r, NULL, 0, &added));
+  assert_bk_ok(bk_rbf_add_if_absent(r, NULL, 0, &added));
   assert_true(added);
   assert_bk_ok(bk_rbf_contains(r, NULL, 0, &out));
   assert_true(out);
@@ -341,7 +341,7 @@ typedef struct rbf_arg {
   unsigned tid;
 } rbf_arg;
 
-static void *rbf_inserter(void *arg) {
+static void *rbf_adder(void *arg) {
   rbf_arg *a = arg;
   rbf_race *rc = a->rc;
   for (unsigned j = 0; j < rc->n_ids; j++) {
@@ -352,7 +352,7 @@ static void *rbf_inserter(void *arg) {
     unsigned char kb[8];
     bk__store_le64(kb, rc->same_ids ? j : ((uint64_t)(a->tid + 1) << 40) | j);
     bool added = false;
-    if (bk_rbf_insert_if_absent(rc->r, kb, sizeof kb, &added) != BK_OK)
+    if (bk_rbf_add_if_absent(rc->r, kb, sizeof kb, &added) != BK_OK)
       atomic_fetch_add(&rc->errors, 1);
     if (rc->same_ids) rc->added[a->tid][j] = added;
     if (added) atomic_fetch_add(&rc->total_added, 1);
@@ -371,7 +371,7 @@ static void rbf_race_run(rbf_race *rc, unsigned threads) {
   for (unsigned i = 0; i < threads; i++) {
     args[i].rc = rc;
     args[i].tid = i;
-    assert_int_equal(pthread_create(&th[i], NULL, rbf_inserter, &args[i]), 0);
+    assert_int_equal(pthread_create(&th[i], NULL, rbf_adder, &args[i]), 0);
   }
   for (unsigned i = 0; i < threads; i++)
     assert_int_equal(pthread_join(th[i], NULL), 0);
@@ -491,14 +491,14 @@ static void test_bad_arguments(void **state) {
   assert_bk_status(bk_rbf_hash(NULL, "a", 1, &h), BK_EINVAL);
   assert_bk_status(bk_rbf_hash(r, NULL, 1, &h), BK_EINVAL);
   assert_bk_status(bk_rbf_hash(r, "a", 1, NULL), BK_EINVAL);
-  assert_bk_status(bk_rbf_insert(NULL, "a", 1), BK_EINVAL);
-  assert_bk_status(bk_rbf_insert(r, NULL, 1), BK_EINVAL);
-  assert_bk_status(bk_rbf_insert_hash(NULL, h), BK_EINVAL);
-  assert_bk_status(bk_rbf_insert_if_absent(NULL, "a", 1, &added), BK_EINVAL);
-  assert_bk_status(bk_rbf_insert_if_absent(r, NULL, 1, &added), BK_EINVAL);
-  assert_bk_status(bk_rbf_insert_if_absent(r, "a", 1, NULL), BK_EINVAL);
-  assert_bk_status(bk_rbf_insert_if_absent_hash(NULL, h, &added), BK_EINVAL);
-  assert_bk_status(bk_rbf_insert_if_absent_hash(r, h, NULL), BK_EINVAL);
+  assert_bk_status(bk_rbf_add(NULL, "a", 1), BK_EINVAL);
+  assert_bk_status(bk_rbf_add(r, NULL, 1), BK_EINVAL);
+  assert_bk_status(bk_rbf_add_hash(NULL, h), BK_EINVAL);
+  assert_bk_status(bk_rbf_add_if_absent(NULL, "a", 1, &added), BK_EINVAL);
+  assert_bk_status(bk_rbf_add_if_absent(r, NULL, 1, &added), BK_EINVAL);
+  assert_bk_status(bk_rbf_add_if_absent(r, "a", 1, NULL), BK_EINVAL);
+  assert_bk_status(bk_rbf_add_if_absent_hash(NULL, h, &added), BK_EINVAL);
+  assert_bk_status(bk_rbf_add_if_absent_hash(r, h, NULL), BK_EINVAL);
   assert_bk_status(bk_rbf_contains(NULL, "a", 1, &out), BK_EINVAL);
   assert_bk_status(bk_rbf_contains(r, NULL, 1, &out), BK_EINVAL);
   assert_bk_status(bk_rbf_contains(r, "a", 1, NULL), BK_EINVAL);
@@ -531,7 +531,7 @@ static void test_oom_create(void **state) {
       bk_rbf *r = SENTINEL;
       bk_status s = bk_rbf_create(&r, &cfg);
       if (s == BK_OK) {
-        assert_bk_ok(bk_rbf_insert(r, "a", 1));
+        assert_bk_ok(bk_rbf_add(r, "a", 1));
         bk_rbf_destroy(r);
         assert_int_equal(st.live, 0);
         break;
@@ -966,7 +966,7 @@ static void *snap_inserter(void *arg) {
   for (uint64_t i = 0; !atomic_load(&sr->stop); i++) {
     unsigned char kb[8];
     bk__store_le64(kb, i);
-    (void)bk_rbf_insert(sr->r, kb, sizeof kb);
+    (void)bk_rbf_add(sr->r, kb, sizeof kb);
   }
   return NULL;
 }

@@ -23,12 +23,12 @@
  * caller's units (milliseconds, say). bk_fbf_timer_start runs a thread that
  * does this against CLOCK_MONOTONIC in milliseconds.
  *
- * Thread safety: insert, insert_if_absent, contains (and _hash forms),
+ * Thread safety: add, add_if_absent, contains (and _hash forms),
  * estimated_fpp, info_get and serialize may run concurrently from any number
  * of threads, and concurrently with one thread in bk_fbf_advance / bk_fbf_adapt
  * (advance calls are serialised internally). A refresh is atomic for them: no
  * check sees a half-rotated filter and no completed insert is lost by it.
- * insert_if_absent is linearizable: of several threads inserting the same new
+ * add_if_absent is linearizable: of several threads inserting the same new
  * id at once, exactly one is told it was new. create/destroy/deserialize
  * need exclusive access.
  */
@@ -113,17 +113,16 @@ BK_API bk_status bk_fbf_hash(const bk_fbf *f, const void *key, size_t len,
  * Insert an element (thesis Algorithm 1): when the check does not find it,
  * it goes into the future and present filters. Errors: BK_EINVAL.
  */
-BK_API bk_status bk_fbf_insert(bk_fbf *f, const void *key, size_t len);
-BK_API bk_status bk_fbf_insert_hash(bk_fbf *f, bk_hash h);
+BK_API bk_status bk_fbf_add(bk_fbf *f, const void *key, size_t len);
+BK_API bk_status bk_fbf_add_hash(bk_fbf *f, bk_hash h);
 
 /**
  * Check and insert as one linearizable step; *added = true when the element
  * was not found and has been inserted. Errors: BK_EINVAL.
  */
-BK_API bk_status bk_fbf_insert_if_absent(bk_fbf *f, const void *key, size_t len,
-                                         bool *added);
-BK_API bk_status bk_fbf_insert_if_absent_hash(bk_fbf *f, bk_hash h,
-                                              bool *added);
+BK_API bk_status bk_fbf_add_if_absent(bk_fbf *f, const void *key, size_t len,
+                                      bool *added);
+BK_API bk_status bk_fbf_add_if_absent_hash(bk_fbf *f, bk_hash h, bool *added);
 
 /** Membership with the filter's configured check. Errors: BK_EINVAL. */
 BK_API bk_status bk_fbf_contains(const bk_fbf *f, const void *key, size_t len,
@@ -153,14 +152,13 @@ BK_API bk_status bk_fbf_contains_many(const bk_fbf *f, const void *const *keys,
 BK_API bk_status bk_fbf_contains_many_hash(const bk_fbf *f,
                                            const bk_hash *hashes, size_t n,
                                            bool *out);
-/** bk_fbf_insert of each key, in order. */
-BK_API bk_status bk_fbf_insert_many(bk_fbf *f, const void *const *keys,
-                                    const size_t *lens, size_t n);
-/** bk_fbf_insert_if_absent of each key, in order; added[i] its answer. */
-BK_API bk_status bk_fbf_insert_if_absent_many(bk_fbf *f,
-                                              const void *const *keys,
-                                              const size_t *lens, size_t n,
-                                              bool *added);
+/** bk_fbf_add of each key, in order. */
+BK_API bk_status bk_fbf_add_many(bk_fbf *f, const void *const *keys,
+                                 const size_t *lens, size_t n);
+/** bk_fbf_add_if_absent of each key, in order; added[i] its answer. */
+BK_API bk_status bk_fbf_add_if_absent_many(bk_fbf *f, const void *const *keys,
+                                           const size_t *lens, size_t n,
+                                           bool *added);
 
 /**
  * Perform every refresh (and adaptation tick, when adaptive) due by `now`.

@@ -20,7 +20,7 @@
  *
  * Time is an argument (bk_idem_advance), as for the FBF.
  *
- * Thread safety: add, get, delete, advance, info and serialize may run
+ * Thread safety: add, get, remove, advance, info and serialize may run
  * concurrently from any number of threads. Check-and-apply is atomic per
  * operation: concurrent adds of the same op id apply it exactly once, and
  * concurrent adds of different ids to one key lose nothing. iterate holds
@@ -118,7 +118,7 @@ BK_API bk_status bk_idem_get(const bk_idem *t, const void *key, size_t len,
                              int64_t *value);
 
 /** Remove `key`. Errors: BK_EINVAL, BK_ENOTFOUND. */
-BK_API bk_status bk_idem_delete(bk_idem *t, const void *key, size_t len);
+BK_API bk_status bk_idem_remove(bk_idem *t, const void *key, size_t len);
 
 /**
  * Call `fn(ctx, key, len, value)` for every key (in no particular order);

@@ -3,10 +3,10 @@
  * bk_rbf: the Recyclable Bloom Filter, the FBF thesis' baseline (Sec. 6.4.4):
  * one Bloom filter that is cleared whole when its estimated false positive
  * probability, Eq. 4.1 (corrected, see docs/design.md) from the number of
- * elements inserted, reaches the target. Same insert/contains interface as
+ * elements inserted, reaches the target. Same add/contains interface as
  * bk_fbf, so the two compare side by side at equal memory.
  *
- * Thread safety: insert, insert_if_absent and contains may run concurrently.
+ * Thread safety: add, add_if_absent and contains may run concurrently.
  * The recycle happens inside the insert that reaches the threshold; inserts
  * racing with it may land before or after the clear (the baseline forgets
  * everything at that point anyway).
@@ -46,13 +46,12 @@ BK_API void bk_rbf_destroy(bk_rbf *r);
 BK_API bk_status bk_rbf_hash(const bk_rbf *r, const void *key, size_t len,
                              bk_hash *out);
 /** Insert if not present; recycles when the threshold is reached. */
-BK_API bk_status bk_rbf_insert(bk_rbf *r, const void *key, size_t len);
-BK_API bk_status bk_rbf_insert_hash(bk_rbf *r, bk_hash h);
+BK_API bk_status bk_rbf_add(bk_rbf *r, const void *key, size_t len);
+BK_API bk_status bk_rbf_add_hash(bk_rbf *r, bk_hash h);
 /** Linearizable check-and-insert (as bk_bloom_add_if_absent). */
-BK_API bk_status bk_rbf_insert_if_absent(bk_rbf *r, const void *key, size_t len,
-                                         bool *added);
-BK_API bk_status bk_rbf_insert_if_absent_hash(bk_rbf *r, bk_hash h,
-                                              bool *added);
+BK_API bk_status bk_rbf_add_if_absent(bk_rbf *r, const void *key, size_t len,
+                                      bool *added);
+BK_API bk_status bk_rbf_add_if_absent_hash(bk_rbf *r, bk_hash h, bool *added);
 BK_API bk_status bk_rbf_contains(const bk_rbf *r, const void *key, size_t len,
                                  bool *out);
 BK_API bk_status bk_rbf_contains_hash(const bk_rbf *r, bk_hash h, bool *out);

@@ -57,7 +57,7 @@
 #endif
 
 #define PROG "bloomkit compare"
-#define BATCH 256            /* keys per batch call */
+#define BATCH 256 /* keys per batch call */
 #define MAX_THREADS 64
 #define MAX_KEY_LEN 4096
 #define DEFAULT_KEYS 1000000
@@ -68,19 +68,19 @@
  */
 
 typedef struct workload {
-  uint64_t n;             /* keys added */
-  const void **keys;      /* n added, then n_absent never added */
+  uint64_t n;        /* keys added */
+  const void **keys; /* n added, then n_absent never added */
   size_t *lens;
-  uint64_t n_absent;      /* the absent pool */
+  uint64_t n_absent; /* the absent pool */
   uint64_t n_lookups;
-  const void **look;      /* the lookups, present and absent mixed */
+  const void **look; /* the lookups, present and absent mixed */
   size_t *look_lens;
   bool *look_present;
   uint64_t n_look_absent;
-  unsigned char *arena;   /* generated keys / the file's bytes */
+  unsigned char *arena;      /* generated keys / the file's bytes */
   unsigned char *look_arena; /* the lookups' bytes, in lookup order */
-  double fpp;             /* the target of every structure */
-  double bits_per_key;    /* 0: sized by fpp */
+  double fpp;                /* the target of every structure */
+  double bits_per_key;       /* 0: sized by fpp */
   unsigned threads;
   uint64_t seed;
 } workload;
@@ -268,8 +268,8 @@ typedef struct kind {
   bk_status (*add_many)(void *s, const void *const *keys, const size_t *lens,
                         size_t n, uint64_t first_id);
   bk_status (*remove)(void *s, const void *key, size_t len, uint64_t id);
-  bk_status (*remove_many)(void *s, const void *const *keys,
-                           const size_t *lens, size_t n, uint64_t first_id);
+  bk_status (*remove_many)(void *s, const void *const *keys, const size_t *lens,
+                           size_t n, uint64_t first_id);
   bool (*contains)(const void *s, const void *key, size_t len);
   bk_status (*contains_many)(const void *s, const void *const *keys,
                              const size_t *lens, size_t n, bool *out);
@@ -279,8 +279,8 @@ typedef struct kind {
 typedef struct variant {
   const char *name;
   const kind *ops;
-  unsigned variant;  /* passed to create */
-  bool threads_add;  /* adds may run from several threads */
+  unsigned variant; /* passed to create */
+  bool threads_add; /* adds may run from several threads */
 } variant;
 
 /* Sizing shared by the Bloom-like structures: m cells and k for n keys. */
@@ -324,13 +324,16 @@ static void *bkbloom_create(const workload *w, unsigned v, double *target) {
     *target = NAN;
   return b;
 }
-static void bkbloom_destroy(void *s) { bk_bloom_destroy(s); }
-static bk_status bkbloom_add(void *s, const void *key, size_t len, uint64_t id) {
+static void bkbloom_destroy(void *s) {
+  bk_bloom_destroy(s);
+}
+static bk_status bkbloom_add(void *s, const void *key, size_t len,
+                             uint64_t id) {
   (void)id;
   return bk_bloom_add(s, key, len);
 }
 static bk_status bkbloom_add_many(void *s, const void *const *keys,
-                                const size_t *lens, size_t n, uint64_t id) {
+                                  const size_t *lens, size_t n, uint64_t id) {
   (void)id;
   return bk_bloom_add_many(s, keys, lens, n);
 }
@@ -340,18 +343,23 @@ static bool bkbloom_contains(const void *s, const void *key, size_t len) {
   return r;
 }
 static bk_status bkbloom_contains_many(const void *s, const void *const *keys,
-                                     const size_t *lens, size_t n, bool *out) {
+                                       const size_t *lens, size_t n,
+                                       bool *out) {
   return bk_bloom_contains_many(s, keys, lens, n, out);
 }
 static size_t bkbloom_memory(const void *s) {
   bk_bloom_info i;
   return bk_bloom_info_get(s, &i) == BK_OK ? i.memory : 0;
 }
-static const kind bkbloom_kind = {bkbloom_create,   bkbloom_destroy,
-                                bkbloom_add,      bkbloom_add_many,
-                                NULL,           NULL,
-                                bkbloom_contains, bkbloom_contains_many,
-                                bkbloom_memory};
+static const kind bkbloom_kind = {bkbloom_create,
+                                  bkbloom_destroy,
+                                  bkbloom_add,
+                                  bkbloom_add_many,
+                                  NULL,
+                                  NULL,
+                                  bkbloom_contains,
+                                  bkbloom_contains_many,
+                                  bkbloom_memory};
 
 /* bk_cbf, 4-bit counters; variant: bit 0 blocked, bit 1 single writer. */
 static void *cbf_create(const workload *w, unsigned v, double *target) {
@@ -372,7 +380,9 @@ static void *cbf_create(const workload *w, unsigned v, double *target) {
   bk_cbf *f = NULL;
   return bk_cbf_create(&f, &c) == BK_OK ? f : NULL;
 }
-static void cbf_destroy(void *s) { bk_cbf_destroy(s); }
+static void cbf_destroy(void *s) {
+  bk_cbf_destroy(s);
+}
 static bk_status cbf_add(void *s, const void *key, size_t len, uint64_t id) {
   (void)id;
   return bk_cbf_add(s, key, len);
@@ -382,8 +392,7 @@ static bk_status cbf_add_many(void *s, const void *const *keys,
   (void)id;
   return bk_cbf_add_many(s, keys, lens, n);
 }
-static bk_status cbf_remove(void *s, const void *key, size_t len,
-                            uint64_t id) {
+static bk_status cbf_remove(void *s, const void *key, size_t len, uint64_t id) {
   (void)id;
   return bk_cbf_remove(s, key, len);
 }
@@ -406,8 +415,8 @@ static size_t cbf_memory(const void *s) {
   bk_cbf_info i;
   return bk_cbf_info_get(s, &i) == BK_OK ? i.memory : 0;
 }
-static const kind cbf_kind = {cbf_create,   cbf_destroy,      cbf_add,
-                              cbf_add_many, cbf_remove,       cbf_remove_many,
+static const kind cbf_kind = {cbf_create,   cbf_destroy,       cbf_add,
+                              cbf_add_many, cbf_remove,        cbf_remove_many,
                               cbf_contains, cbf_contains_many, cbf_memory};
 
 /* bk_kbf, 32-bit cells, sized as the Bloom filters; each key stores one of
@@ -424,13 +433,14 @@ static void *kbf_create(const workload *w, unsigned v, double *target) {
   bk_kbf *f = NULL;
   return bk_kbf_create(&f, &c) == BK_OK ? f : NULL;
 }
-static void kbf_destroy(void *s) { bk_kbf_destroy(s); }
+static void kbf_destroy(void *s) {
+  bk_kbf_destroy(s);
+}
 static bk_status kbf_add(void *s, const void *key, size_t len, uint64_t id) {
   const unsigned char value = (unsigned char)(id % 15);
   return bk_kbf_insert(s, key, len, &value, 1);
 }
-static bk_status kbf_remove(void *s, const void *key, size_t len,
-                            uint64_t id) {
+static bk_status kbf_remove(void *s, const void *key, size_t len, uint64_t id) {
   (void)id;
   /* A key whose cells cannot be decoded cannot be deleted (the kBF cannot
    * tell which encoding to take out, so it refuses and changes nothing):
@@ -466,7 +476,9 @@ static void *scbf_create(const workload *w, unsigned v, double *target) {
   bk_scbf *s = NULL;
   return bk_scbf_create(&s, &c) == BK_OK ? s : NULL;
 }
-static void scbf_destroy(void *s) { bk_scbf_destroy(s); }
+static void scbf_destroy(void *s) {
+  bk_scbf_destroy(s);
+}
 static bk_status scbf_add(void *s, const void *key, size_t len, uint64_t id) {
   return bk_scbf_add(s, key, len, id);
 }
@@ -483,9 +495,9 @@ static size_t scbf_memory(const void *s) {
   bk_scbf_info i;
   return bk_scbf_info_get(s, &i) == BK_OK ? i.memory : 0;
 }
-static const kind scbf_kind = {scbf_create,   scbf_destroy, scbf_add, NULL,
-                               scbf_remove,   NULL,         scbf_contains,
-                               NULL,          scbf_memory};
+static const kind scbf_kind = {scbf_create,   scbf_destroy, scbf_add,
+                               NULL,          scbf_remove,  NULL,
+                               scbf_contains, NULL,         scbf_memory};
 
 /* bk_fbf, N = 1, every key within one refresh period (the clock does not
  * move): the present filters hold them all. */
@@ -505,10 +517,12 @@ static void *fbf_create(const workload *w, unsigned v, double *target) {
   bk_fbf *f = NULL;
   return bk_fbf_create(&f, &c) == BK_OK ? f : NULL;
 }
-static void fbf_destroy(void *s) { bk_fbf_destroy(s); }
+static void fbf_destroy(void *s) {
+  bk_fbf_destroy(s);
+}
 static bk_status fbf_add(void *s, const void *key, size_t len, uint64_t id) {
   (void)id;
-  return bk_fbf_insert(s, key, len);
+  return bk_fbf_add(s, key, len);
 }
 static bool fbf_contains(const void *s, const void *key, size_t len) {
   bool r = false;
@@ -519,8 +533,9 @@ static size_t fbf_memory(const void *s) {
   bk_fbf_info i;
   return bk_fbf_info_get(s, &i) == BK_OK ? i.memory : 0;
 }
-static const kind fbf_kind = {fbf_create,   fbf_destroy, fbf_add, NULL, NULL,
-                              NULL,         fbf_contains, NULL,   fbf_memory};
+static const kind fbf_kind = {fbf_create,   fbf_destroy, fbf_add,
+                              NULL,         NULL,        NULL,
+                              fbf_contains, NULL,        fbf_memory};
 
 /* bk_rbf (a retouched filter that recycles above its target). */
 static void *rbf_create(const workload *w, unsigned v, double *target) {
@@ -541,10 +556,12 @@ static void *rbf_create(const workload *w, unsigned v, double *target) {
   bk_rbf *r = NULL;
   return bk_rbf_create(&r, &c) == BK_OK ? r : NULL;
 }
-static void rbf_destroy(void *s) { bk_rbf_destroy(s); }
+static void rbf_destroy(void *s) {
+  bk_rbf_destroy(s);
+}
 static bk_status rbf_add(void *s, const void *key, size_t len, uint64_t id) {
   (void)id;
-  return bk_rbf_insert(s, key, len);
+  return bk_rbf_add(s, key, len);
 }
 static bool rbf_contains(const void *s, const void *key, size_t len) {
   bool r = false;
@@ -555,8 +572,9 @@ static size_t rbf_memory(const void *s) {
   bk_rbf_info i;
   return bk_rbf_info_get(s, &i) == BK_OK ? i.memory : 0;
 }
-static const kind rbf_kind = {rbf_create,   rbf_destroy, rbf_add, NULL, NULL,
-                              NULL,         rbf_contains, NULL,   rbf_memory};
+static const kind rbf_kind = {rbf_create,   rbf_destroy, rbf_add,
+                              NULL,         NULL,        NULL,
+                              rbf_contains, NULL,        rbf_memory};
 
 #ifdef BK_HAVE_LIBBLOOM
 /* libbloom (Debian's libbloom-dev), sized by its own (entries, error). With
@@ -590,8 +608,8 @@ static bool lb_contains(const void *s, const void *key, size_t len) {
 static size_t lb_memory(const void *s) {
   return (size_t)((const struct bloom *)s)->bytes;
 }
-static const kind lb_kind = {lb_create,   lb_destroy, lb_add, NULL, NULL,
-                             NULL,        lb_contains, NULL,  lb_memory};
+static const kind lb_kind = {lb_create, lb_destroy,  lb_add, NULL,     NULL,
+                             NULL,      lb_contains, NULL,   lb_memory};
 #endif
 
 static const variant variants[] = {
@@ -677,8 +695,8 @@ static void *run_job(void *arg) {
         break;
       }
       case PH_CONTAINS_MANY:
-        j->status = k->contains_many(j->s, w->look + i, w->look_lens + i, n,
-                                     out);
+        j->status =
+            k->contains_many(j->s, w->look + i, w->look_lens + i, n, out);
         for (uint64_t b = 0; b < n; b++) {
           if (w->look_present[i + b])
             j->misses_present += !out[b];
@@ -701,8 +719,9 @@ static double run_phase(const kind *k, void *s, const workload *w, phase ph,
   pthread_t tid[MAX_THREADS];
   if (threads > count) threads = count ? (unsigned)count : 1;
   for (unsigned t = 0; t < threads; t++)
-    jobs[t] = (job){k, s, w, ph, count * t / threads,
-                    count * (t + 1) / threads, 0, 0, BK_OK};
+    jobs[t] =
+        (job){k, s, w,    ph, count * t / threads, count * (t + 1) / threads,
+              0, 0, BK_OK};
   double t0 = now_s();
   unsigned started = 1;
   for (unsigned t = 1; t < threads; t++, started++)
@@ -730,7 +749,7 @@ static double run_phase(const kind *k, void *s, const workload *w, phase ph,
 
 typedef struct row {
   const char *name;
-  bool ok;          /* created and measured */
+  bool ok; /* created and measured */
   double bits_per_key, target, fpr;
   uint64_t false_negatives;
   double add, add_batch, remove, remove_batch, contains, contains_batch;
@@ -758,8 +777,8 @@ static int measure(const variant *v, const workload *w, row *r) {
   r->memory = k->memory(s);
   r->bits_per_key = (double)r->memory * 8.0 / (double)w->n;
   uint64_t hits = 0, misses = 0;
-  r->contains = run_phase(k, s, w, PH_CONTAINS, w->n_lookups, w->threads,
-                          &hits, &misses);
+  r->contains =
+      run_phase(k, s, w, PH_CONTAINS, w->n_lookups, w->threads, &hits, &misses);
   r->fpr = w->n_look_absent ? (double)hits / (double)w->n_look_absent : NAN;
   r->false_negatives = misses;
   if (k->contains_many)
@@ -775,8 +794,8 @@ static int measure(const variant *v, const workload *w, row *r) {
       r->add_batch =
           run_phase(k, s2, w, PH_ADD_MANY, w->n, add_threads, NULL, NULL);
       if (k->remove_many)
-        r->remove_batch = run_phase(k, s2, w, PH_REMOVE_MANY, w->n,
-                                    add_threads, NULL, NULL);
+        r->remove_batch =
+            run_phase(k, s2, w, PH_REMOVE_MANY, w->n, add_threads, NULL, NULL);
       k->destroy(s2);
     }
   }
@@ -807,8 +826,8 @@ static void json_string(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-#define CSV_HEADER                                                      \
-  "structure,bits_per_key,target_fpp,fpr,false_negatives,add_ns,"       \
+#define CSV_HEADER                                                        \
+  "structure,bits_per_key,target_fpp,fpr,false_negatives,add_ns,"         \
   "add_batch_ns,remove_ns,remove_batch_ns,contains_ns,contains_batch_ns," \
   "memory_bytes,build_ms"
 
@@ -822,8 +841,8 @@ static void print_csv(FILE *f, const row *rows, size_t n) {
     fputc(',', f);
     print_num(f, "%.6g", r->fpr, "");
     fprintf(f, ",%" PRIu64 ",", r->false_negatives);
-    const double t[6] = {r->add,    r->add_batch, r->remove,
-                         r->remove_batch, r->contains, r->contains_batch};
+    const double t[6] = {r->add,          r->add_batch, r->remove,
+                         r->remove_batch, r->contains,  r->contains_batch};
     for (int c = 0; c < 6; c++) {
       print_num(f, "%.2f", t[c], "");
       fputc(',', f);
@@ -832,15 +851,15 @@ static void print_csv(FILE *f, const row *rows, size_t n) {
   }
 }
 
-static void print_json(FILE *f, const workload *w, const row *rows,
-                       size_t n) {
+static void print_json(FILE *f, const workload *w, const row *rows, size_t n) {
   fprintf(f,
           "{\"keys\": %" PRIu64 ", \"lookups\": %" PRIu64
-          ", \"absent_lookups\": %" PRIu64 ", \"threads\": %u, \"seed\": %" PRIu64
-          ", \"rows\": [",
+          ", \"absent_lookups\": %" PRIu64
+          ", \"threads\": %u, \"seed\": %" PRIu64 ", \"rows\": [",
           w->n, w->n_lookups, w->n_look_absent, w->threads, w->seed);
-  const char *names[6] = {"add_ns",          "add_batch_ns", "remove_ns",
-                          "remove_batch_ns", "contains_ns",  "contains_batch_ns"};
+  const char *names[6] = {"add_ns",      "add_batch_ns",
+                          "remove_ns",   "remove_batch_ns",
+                          "contains_ns", "contains_batch_ns"};
   bool first = true;
   for (size_t i = 0; i < n; i++) {
     const row *r = &rows[i];
@@ -853,8 +872,8 @@ static void print_json(FILE *f, const workload *w, const row *rows,
     fputs(", \"fpr\": ", f);
     print_num(f, "%.6g", r->fpr, "null");
     fprintf(f, ", \"false_negatives\": %" PRIu64, r->false_negatives);
-    const double t[6] = {r->add,    r->add_batch, r->remove,
-                         r->remove_batch, r->contains, r->contains_batch};
+    const double t[6] = {r->add,          r->add_batch, r->remove,
+                         r->remove_batch, r->contains,  r->contains_batch};
     for (int c = 0; c < 6; c++) {
       fprintf(f, ", \"%s\": ", names[c]);
       print_num(f, "%.2f", t[c], "null");
@@ -865,8 +884,7 @@ static void print_json(FILE *f, const workload *w, const row *rows,
   fputs("\n]}\n", f);
 }
 
-static void print_table(FILE *f, const workload *w, const row *rows,
-                        size_t n) {
+static void print_table(FILE *f, const workload *w, const row *rows, size_t n) {
   fprintf(f,
           "# %" PRIu64 " keys added, %" PRIu64 " lookups (%" PRIu64
           " absent), %u thread(s), seed %" PRIu64 "; ns per key\n",
@@ -882,8 +900,8 @@ static void print_table(FILE *f, const workload *w, const row *rows,
     fputc(' ', f);
     print_num(f, "%9.3g", r->fpr, "        -");
     fprintf(f, " %4" PRIu64, r->false_negatives);
-    const double t[6] = {r->add,    r->add_batch, r->remove,
-                         r->remove_batch, r->contains, r->contains_batch};
+    const double t[6] = {r->add,          r->add_batch, r->remove,
+                         r->remove_batch, r->contains,  r->contains_batch};
     for (int c = 0; c < 6; c++) {
       fputc(' ', f);
       if (isnan(t[c]))
@@ -933,15 +951,23 @@ static int plot_compare(const char *dir, const row *rows, size_t n) {
 
 /* ---- the command ------------------------------------------------------- */
 
-static const char *const variant_names[N_VARIANTS + 1] = {
-    "bloom-standard",   "bloom-blocked", "bloom-split",  "bloom-standard-1w",
-    "bloom-blocked-1w", "bloom-split-1w", "cbf-standard", "cbf-blocked",
-    "cbf-standard-1w",  "scbf",          "fbf",          "rbf",
-    "kbf",
+static const char *const variant_names[N_VARIANTS + 1] = {"bloom-standard",
+                                                          "bloom-blocked",
+                                                          "bloom-split",
+                                                          "bloom-standard-1w",
+                                                          "bloom-blocked-1w",
+                                                          "bloom-split-1w",
+                                                          "cbf-standard",
+                                                          "cbf-blocked",
+                                                          "cbf-standard-1w",
+                                                          "scbf",
+                                                          "fbf",
+                                                          "rbf",
+                                                          "kbf",
 #ifdef BK_HAVE_LIBBLOOM
-    "libbloom",
+                                                          "libbloom",
 #endif
-    NULL};
+                                                          NULL};
 
 int bk_cli_compare(int argc, char **argv) {
   workload w = {0};
@@ -956,15 +982,16 @@ int bk_cli_compare(int argc, char **argv) {
       BK_CLI_U64("keys", &w.n, DEFAULT_KEYS, 1, UINT64_C(1) << 32, "N",
                  "distinct keys added", .section = "workload",
                  .given = &keys_given),
-      BK_CLI_UNSIGNED("key-len", &key_len, DEFAULT_KEY_LEN, 8, MAX_KEY_LEN,
-                      "L", "bytes per generated key"),
+      BK_CLI_UNSIGNED("key-len", &key_len, DEFAULT_KEY_LEN, 8, MAX_KEY_LEN, "L",
+                      "bytes per generated key"),
       BK_CLI_STRING("keys-file", &keys_file, NULL, "a file", "FILE",
                     "keys from FILE, one per line (distinct, non-empty lines; "
                     "the first --keys are added, the rest are the absent "
                     "keys)",
                     .default_text = "generated"),
       BK_CLI_U64("lookups", &lookups, 0, 1, UINT64_C(1) << 32, "N",
-                 "contains calls measured", .default_text = "as many as --keys"),
+                 "contains calls measured",
+                 .default_text = "as many as --keys"),
       BK_CLI_DOUBLE("present", &present, 0.5, 0.0, 1.0, "F",
                     "share of the lookups that are added keys"),
       BK_CLI_DOUBLE("fpp", &w.fpp, 0.01, 1e-9, 0.5, "P",
@@ -978,10 +1005,10 @@ int bk_cli_compare(int argc, char **argv) {
       BK_CLI_UNSIGNED("threads", &w.threads, 1, 1, MAX_THREADS, "T",
                       "threads for lookups and for the adds of structures "
                       "that take concurrent adds"),
-      BK_CLI_CHOICE_LIST("only", only, &n_only, N_VARIANTS, NULL,
-                         variant_names, "LIST",
-                         "some of the structures, e.g. bloom-blocked,cbf-standard",
-                         .default_text = "all"),
+      BK_CLI_CHOICE_LIST(
+          "only", only, &n_only, N_VARIANTS, NULL, variant_names, "LIST",
+          "some of the structures, e.g. bloom-blocked,cbf-standard",
+          .default_text = "all"),
       BK_CLI_U64("seed", &w.seed, DEFAULT_SEED, 0, UINT64_MAX, "N",
                  "seed of the generated keys and of every hash"),
       BK_CLI_FLAG("csv", &csv, "CSV instead of the table", .section = "output"),
@@ -998,9 +1025,10 @@ int bk_cli_compare(int argc, char **argv) {
           "table:\nbits per key, measured false positive rate against the "
           "target, ns per\nadd / remove / contains (single and batched), "
           "memory and build time.\n",
-      .epilog = "fn counts added keys reported absent: 0 for every correct "
-                "filter.\n[b]: the batch API, 256 keys a call. '-': the "
-                "structure has no such operation.\n",
+      .epilog =
+          "fn counts added keys reported absent: 0 for every correct "
+          "filter.\n[b]: the batch API, 256 keys a call. '-': the "
+          "structure has no such operation.\n",
       .opts = opts,
       .n_opts = sizeof opts / sizeof opts[0],
   };
@@ -1030,9 +1058,8 @@ int bk_cli_compare(int argc, char **argv) {
   else
     for (unsigned i = 0; i < N_VARIANTS; i++) chosen[n_chosen++] = i;
   /* About 100 ns per key and operation, five operations a row. */
-  double estimate =
-      (double)n_chosen * (4.0 * (double)w.n + 2.0 * (double)w.n_lookups) *
-      100e-9;
+  double estimate = (double)n_chosen *
+                    (4.0 * (double)w.n + 2.0 * (double)w.n_lookups) * 100e-9;
   if (estimate > 10)
     fprintf(stderr, PROG ": %zu structures, about %.0f s\n", n_chosen,
             estimate);

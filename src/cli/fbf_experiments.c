@@ -160,10 +160,10 @@ typedef struct options {
   uint64_t seed;
   uint64_t probes;
   uint64_t series_probes;
-  const char *out_dir; /* NULL: everything to stdout */
+  const char *out_dir;  /* NULL: everything to stdout */
   const char *plot_dir; /* NULL: no pictures */
-  unsigned figures;    /* bit i: Fig. 6.(i+1) */
-  bool estimates;      /* estimate columns in 6.4 and 6.5 */
+  unsigned figures;     /* bit i: Fig. 6.(i+1) */
+  bool estimates;       /* estimate columns in 6.4 and 6.5 */
 } options;
 
 /* Where one figure's CSV goes: a file of its own, or stdout. */
@@ -252,7 +252,7 @@ static int sweep_point(const options *o, uint64_t m_bits, uint64_t n,
     bk_hash h;
     TRY_BK(bk_fbf_advance(f, i * SWEEP_SPAN_MS / n));
     TRY_BK(hash_id(hash_seed, next_element(ids), &h));
-    TRY_BK(bk_fbf_insert_hash(f, h));
+    TRY_BK(bk_fbf_add_hash(f, h));
   }
   uint64_t hits_optimized = 0, hits_simple = 0;
   ids->n_probes = 0;
@@ -437,7 +437,7 @@ static int run_series(const options *o, series *s, FILE *out) {
         bk_hash h;
         TRY_BK(hash_id(s->hash_seed, next_element(&s->ids), &h));
         for (size_t i = 0; i < s->n_fbfs; i++)
-          TRY_BK(bk_fbf_insert_hash(s->fbfs[i], h));
+          TRY_BK(bk_fbf_add_hash(s->fbfs[i], h));
       }
     }
     if (ms == 0 || ms % SAMPLE_MS) continue;
@@ -732,54 +732,79 @@ static const char *const figure_names[N_FIGURES + 1] = {
  * logarithmic; the others span orders of magnitude too, so all are). */
 #define FPP_LABEL "false positive probability"
 static const bk_plot_figure plots[N_FIGURES] = {
-    {.name = "fig6_1", .title = "Fig. 6.1: optimized vs simple membership "
-                                "check (N=1, m=6250, k=5, t=5 s)",
-     .x = "elements", .xlabel = "elements inserted", .ylabel = FPP_LABEL,
-     .logy = true, .n_series = 2,
+    {.name = "fig6_1",
+     .title = "Fig. 6.1: optimized vs simple membership "
+              "check (N=1, m=6250, k=5, t=5 s)",
+     .x = "elements",
+     .xlabel = "elements inserted",
+     .ylabel = FPP_LABEL,
+     .logy = true,
+     .n_series = 2,
      .series = {{"fpp_optimized", "optimized check (Sec. 3.4)"},
                 {"fpp_simple", "simple check, all filters (Sec. 3.1)"}}},
-    {.name = "fig6_2", .title = "Fig. 6.2: FPP analysis vs empirical (N=1, "
-                                "m=6250, k=5, t=5 s)",
-     .x = "elements", .xlabel = "elements inserted", .ylabel = FPP_LABEL,
-     .logy = true, .n_series = 3,
+    {.name = "fig6_2",
+     .title = "Fig. 6.2: FPP analysis vs empirical (N=1, "
+              "m=6250, k=5, t=5 s)",
+     .x = "elements",
+     .xlabel = "elements inserted",
+     .ylabel = FPP_LABEL,
+     .logy = true,
+     .n_series = 3,
      .series = {{"fpp_empirical", "empirical"},
                 {"fpp_eq43", "thesis Eq. 4.3"},
                 {"fpp_estimate", "bloomkit estimate (shared inserts)"}}},
-    {.name = "fig6_3", .title = "Fig. 6.3: FPP analysis vs empirical as m "
-                                "varies (300 elements, N=1, k=5, t=5 s)",
-     .x = "m_bits", .xlabel = "bits per constituent filter (m)",
-     .ylabel = FPP_LABEL, .logy = true, .key = "top right", .n_series = 3,
+    {.name = "fig6_3",
+     .title = "Fig. 6.3: FPP analysis vs empirical as m "
+              "varies (300 elements, N=1, k=5, t=5 s)",
+     .x = "m_bits",
+     .xlabel = "bits per constituent filter (m)",
+     .ylabel = FPP_LABEL,
+     .logy = true,
+     .key = "top right",
+     .n_series = 3,
      .series = {{"fpp_empirical", "empirical"},
                 {"fpp_eq43", "thesis Eq. 4.3"},
                 {"fpp_estimate", "bloomkit estimate (shared inserts)"}}},
-    {.name = "fig6_4", .title = "Fig. 6.4: FPP falls as the refresh period "
-                                "falls (N=1, m=25000, k=5)",
-     .x = "time_s", .xlabel = "time (s); the rate doubles every 5 s, "
-                              "from 2 to 630 ops/s",
-     .ylabel = FPP_LABEL, .logy = true, .n_series = 4,
+    {.name = "fig6_4",
+     .title = "Fig. 6.4: FPP falls as the refresh period "
+              "falls (N=1, m=25000, k=5)",
+     .x = "time_s",
+     .xlabel = "time (s); the rate doubles every 5 s, "
+               "from 2 to 630 ops/s",
+     .ylabel = FPP_LABEL,
+     .logy = true,
+     .n_series = 4,
      .series = {{"fpp_t5", "t = 5 s"},
                 {"fpp_t3", "t = 3 s"},
                 {"fpp_t2", "t = 2 s"},
                 {"fpp_t1", "t = 1 s"}}},
-    {.name = "fig6_5", .title = "Fig. 6.5: FPP falls as filters are added "
-                                "(t=5 s, m=6250, k=5)",
-     .x = "ops_per_s", .xlabel = "operations per second (rising linearly)",
-     .ylabel = FPP_LABEL, .logy = true, .n_series = 4,
+    {.name = "fig6_5",
+     .title = "Fig. 6.5: FPP falls as filters are added "
+              "(t=5 s, m=6250, k=5)",
+     .x = "ops_per_s",
+     .xlabel = "operations per second (rising linearly)",
+     .ylabel = FPP_LABEL,
+     .logy = true,
+     .n_series = 4,
      .series = {{"fpp_3", "3 filters (N=1)"},
                 {"fpp_6", "6 filters (N=4)"},
                 {"fpp_12", "12 filters (N=10)"},
                 {"fpp_24", "24 filters (N=22)"}}},
-    {.name = "fig6_6", .title = "Fig. 6.6: adaptive FBF (Algorithm 3) keeps "
-                                "the FPP near its target",
-     .x = "time_s", .xlabel = "time (s)", .ylabel = FPP_LABEL,
-     .y2label = "filters / refresh period (s)", .logy = true,
-     .key = "top right", .n_series = 5,
+    {.name = "fig6_6",
+     .title = "Fig. 6.6: adaptive FBF (Algorithm 3) keeps "
+              "the FPP near its target",
+     .x = "time_s",
+     .xlabel = "time (s)",
+     .ylabel = FPP_LABEL,
+     .y2label = "filters / refresh period (s)",
+     .logy = true,
+     .key = "top right",
+     .n_series = 5,
      .series = {{"fpp_empirical", "FPP, empirical"},
                 {"fpp_estimate", "FPP, bloomkit estimate"},
                 {"target_fpp", "target FPP"},
                 {"n_filters", "filters (right axis)", true},
-                {"refresh_period_s", "refresh period, s (right axis)",
-                 true}}},
+                {"refresh_period_s", "refresh period, s (right axis)", true}}},
 };
 
 static int draw_plots(const options *o) {

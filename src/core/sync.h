@@ -2,7 +2,7 @@
 /*
  * Private: the small synchronisation helpers the structures share: a CPU
  * pause, spin-wait backoff, and the striped per-key locks that make
- * add_if_absent / insert_if_absent linearizable (two threads with the same
+ * add_if_absent linearizable (two threads with the same
  * key take the same lock; different keys rarely meet): bk_bloom's spin
  * locks below, and the FBF's sequence locks (fbf.c), picked the same way.
  */

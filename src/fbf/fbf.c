@@ -413,8 +413,8 @@ static inline void insert_checked(bk_fbf *f, bk_hash h, const uint64_t *lanes) {
 
 /* "Absent, now inserted", decided once under the key's lock; the lanes are
  * computed (and prefetched) before it. */
-static inline bool insert_if_absent_lanes(bk_fbf *f, bk_hash h,
-                                          const uint64_t *lanes) {
+static inline bool add_if_absent_lanes(bk_fbf *f, bk_hash h,
+                                       const uint64_t *lanes) {
   unsigned li = bk__key_lock_index(h);
   uint32_t *lock = bk__fbf_lock(f, li);
   uint32_t held = key_lock(lock);
@@ -424,7 +424,7 @@ static inline bool insert_if_absent_lanes(bk_fbf *f, bk_hash h,
   return absent;
 }
 
-bk_status bk_fbf_insert_hash(bk_fbf *f, bk_hash h) {
+bk_status bk_fbf_add_hash(bk_fbf *f, bk_hash h) {
   BK_RETURN_IF(!f, BK_EINVAL);
   uint64_t lanes[BK_K_MAX];
   key_lanes(f, h, lanes, true);
@@ -432,26 +432,26 @@ bk_status bk_fbf_insert_hash(bk_fbf *f, bk_hash h) {
   return BK_OK;
 }
 
-bk_status bk_fbf_insert(bk_fbf *f, const void *key, size_t len) {
+bk_status bk_fbf_add(bk_fbf *f, const void *key, size_t len) {
   bk_hash h;
   BK_TRY(hash_key(f, key, len, &h));
-  return bk_fbf_insert_hash(f, h);
+  return bk_fbf_add_hash(f, h);
 }
 
-bk_status bk_fbf_insert_if_absent_hash(bk_fbf *f, bk_hash h, bool *added) {
+bk_status bk_fbf_add_if_absent_hash(bk_fbf *f, bk_hash h, bool *added) {
   BK_RETURN_IF(!f || !added, BK_EINVAL);
   uint64_t lanes[BK_K_MAX];
   key_lanes(f, h, lanes, true);
-  *added = insert_if_absent_lanes(f, h, lanes);
+  *added = add_if_absent_lanes(f, h, lanes);
   return BK_OK;
 }
 
-bk_status bk_fbf_insert_if_absent(bk_fbf *f, const void *key, size_t len,
-                                  bool *added) {
+bk_status bk_fbf_add_if_absent(bk_fbf *f, const void *key, size_t len,
+                               bool *added) {
   bk_hash h;
   BK_RETURN_IF(!added, BK_EINVAL);
   BK_TRY(hash_key(f, key, len, &h));
-  return bk_fbf_insert_if_absent_hash(f, h, added);
+  return bk_fbf_add_if_absent_hash(f, h, added);
 }
 
 /* ---- batches --------------------------------------------------------------
@@ -511,20 +511,19 @@ bk_status bk_fbf_contains_many_hash(const bk_fbf *f, const bk_hash *hashes,
   return BK_OK;
 }
 
-bk_status bk_fbf_insert_many(bk_fbf *f, const void *const *keys,
-                             const size_t *lens, size_t n) {
+bk_status bk_fbf_add_many(bk_fbf *f, const void *const *keys,
+                          const size_t *lens, size_t n) {
   BK_TRY(check_keys(f, keys, lens, n));
   FBF_BATCH(f, n, true, KEY_DIGEST, { insert_checked(f, h, lanes); });
   return BK_OK;
 }
 
-bk_status bk_fbf_insert_if_absent_many(bk_fbf *f, const void *const *keys,
-                                       const size_t *lens, size_t n,
-                                       bool *added) {
+bk_status bk_fbf_add_if_absent_many(bk_fbf *f, const void *const *keys,
+                                    const size_t *lens, size_t n, bool *added) {
   BK_TRY(check_keys(f, keys, lens, n));
   BK_RETURN_IF(n && !added, BK_EINVAL);
   FBF_BATCH(f, n, true, KEY_DIGEST,
-            { added[i] = insert_if_absent_lanes(f, h, lanes); });
+            { added[i] = add_if_absent_lanes(f, h, lanes); });
   return BK_OK;
 }
 

@@ -8,7 +8,7 @@
  * digest of the key. An add holds its key's stripe lock across
  * "is this op id new?" and "apply", so a duplicate is answered with a
  * value that includes the original, and the filter's linearizable
- * insert_if_absent makes concurrent adds of one op id apply it once even
+ * add_if_absent makes concurrent adds of one op id apply it once even
  * across stripes. Anything that can fail (a new key's memory, an overflow)
  * is settled before the op id is recorded, so a failed add leaves no trace.
  */
@@ -348,9 +348,9 @@ bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
   bool added = true;
   bk_status fs = BK_OK;
   if (t->fbf)
-    fs = bk_fbf_insert_if_absent_hash(t->fbf, oh, &added);
+    fs = bk_fbf_add_if_absent_hash(t->fbf, oh, &added);
   else if (t->rbf)
-    fs = bk_rbf_insert_if_absent_hash(t->rbf, oh, &added);
+    fs = bk_rbf_add_if_absent_hash(t->rbf, oh, &added);
   if (fs != BK_OK) {
     bk__free(&t->alloc, fresh);
     pthread_mutex_unlock(&s->mu);
@@ -387,7 +387,7 @@ bk_status bk_idem_get(const bk_idem *t, const void *key, size_t len,
   return e ? BK_OK : BK_ENOTFOUND;
 }
 
-bk_status bk_idem_delete(bk_idem *t, const void *key, size_t len) {
+bk_status bk_idem_remove(bk_idem *t, const void *key, size_t len) {
   BK_TRY(check_key(t, key, len));
   bk_hash kh = key_hash(t, key, len);
   stripe *s = stripe_of(t, kh);

@@ -154,29 +154,29 @@ static void count_insert(bk_rbf *r) {
   }
 }
 
-bk_status bk_rbf_insert_if_absent_hash(bk_rbf *r, bk_hash h, bool *added) {
+bk_status bk_rbf_add_if_absent_hash(bk_rbf *r, bk_hash h, bool *added) {
   BK_RETURN_IF(!r || !added, BK_EINVAL);
   BK_TRY(bk_bloom_add_if_absent_hash(r->bloom, h, added));
   if (*added) count_insert(r);
   return BK_OK;
 }
 
-bk_status bk_rbf_insert_hash(bk_rbf *r, bk_hash h) {
+bk_status bk_rbf_add_hash(bk_rbf *r, bk_hash h) {
   bool added;
-  return bk_rbf_insert_if_absent_hash(r, h, &added);
+  return bk_rbf_add_if_absent_hash(r, h, &added);
 }
 
-bk_status bk_rbf_insert_if_absent(bk_rbf *r, const void *key, size_t len,
-                                  bool *added) {
+bk_status bk_rbf_add_if_absent(bk_rbf *r, const void *key, size_t len,
+                               bool *added) {
   bk_hash h;
   BK_RETURN_IF(!r || !added, BK_EINVAL);
   BK_TRY(bk_bloom_hash(r->bloom, key, len, &h));
-  return bk_rbf_insert_if_absent_hash(r, h, added);
+  return bk_rbf_add_if_absent_hash(r, h, added);
 }
 
-bk_status bk_rbf_insert(bk_rbf *r, const void *key, size_t len) {
+bk_status bk_rbf_add(bk_rbf *r, const void *key, size_t len) {
   bool added;
-  return bk_rbf_insert_if_absent(r, key, len, &added);
+  return bk_rbf_add_if_absent(r, key, len, &added);
 }
 
 bk_status bk_rbf_contains_hash(const bk_rbf *r, bk_hash h, bool *out) {

@@ -229,7 +229,7 @@ static int add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
     size_t len;
     const char *item = RedisModule_StringPtrLen(argv[i], &len);
     bool added = false;
-    s = bk_fbf_insert_if_absent(v->filter, item, len, &added);
+    s = bk_fbf_add_if_absent(v->filter, item, len, &added);
     RedisModule_ReplyWithLongLong(ctx, s == BK_OK && added);
   }
   RedisModule_Replicate(ctx, "FBF.ADDAT", "slv", argv[1], (long long)now,

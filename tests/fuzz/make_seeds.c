@@ -37,9 +37,9 @@ static void die(const char *what, bk_status s) {
   fprintf(stderr, "bk_fuzz_seeds: %s: %s\n", what, bk_status_name(s));
   exit(2);
 }
-#define OK(call)                   \
-  do {                             \
-    bk_status s_ = (call);         \
+#define OK(call)                     \
+  do {                               \
+    bk_status s_ = (call);           \
     if (s_ != BK_OK) die(#call, s_); \
   } while (0)
 
@@ -128,13 +128,17 @@ static void seeds_bloom(void) {
       {"standard-empty", {.m_bits = 512, .k = 3}, 0},
       {"standard-full", {.m_bits = 256, .k = 4}, 1000},
       {"standard-half", {.m_bits = 1000, .k = 5}, 70},
-      {"blocked-half", {.m_bits = 2048, .k = 6, .layout = BK_BLOOM_BLOCKED}, 120},
+      {"blocked-half",
+       {.m_bits = 2048, .k = 6, .layout = BK_BLOOM_BLOCKED},
+       120},
       {"blocked-empty", {.m_bits = 512, .k = 8, .layout = BK_BLOOM_BLOCKED}, 0},
       {"murmur-standard",
        {.m_bits = 640, .k = 2, .hash_alg = BK_HASH_MURMUR3, .seed = 42},
        40},
       {"split-half",
-       {.m_bits = 1024, .layout = BK_BLOOM_SPLIT_BLOCK, .hash_alg = BK_HASH_XXH64},
+       {.m_bits = 1024,
+        .layout = BK_BLOOM_SPLIT_BLOCK,
+        .hash_alg = BK_HASH_XXH64},
        24},
       {"split-xxh3-empty", {.m_bits = 768, .layout = BK_BLOOM_SPLIT_BLOCK}, 0},
   };
@@ -163,7 +167,7 @@ static void fbf_shape(const char *name, const bk_fbf_config *cfg,
     for (unsigned j = 0; j < per_period; j++, id++) {
       unsigned char key[8];
       key_of(id, key);
-      OK(bk_fbf_insert(f, key, sizeof key));
+      OK(bk_fbf_add(f, key, sizeof key));
     }
   }
   emit(&bk_test_codec_fbf, f, "fbf", name);
@@ -175,20 +179,34 @@ static void seeds_fbf(void) {
       .m_bits = 128, .k = 3, .n_past = 1, .refresh_period = 10};
   fbf_shape("fixed-empty", &fixed, 0, 0);
   fbf_shape("fixed-rotated", &fixed, 5, 6);
-  bk_fbf_config full = {.m_bits = 64, .k = 4, .n_past = 2,
-                        .refresh_period = 100, .start_time = 1000,
+  bk_fbf_config full = {.m_bits = 64,
+                        .k = 4,
+                        .n_past = 2,
+                        .refresh_period = 100,
+                        .start_time = 1000,
                         .check = BK_FBF_CHECK_SIMPLE};
   fbf_shape("fixed-full-simple", &full, 4, 200);
-  bk_fbf_config spare = {.m_bits = 96, .k = 2, .n_past = 1,
-                         .refresh_period = 50, .max_filters = 6,
-                         .min_window = 70, .hash_alg = BK_HASH_MURMUR3,
+  bk_fbf_config spare = {.m_bits = 96,
+                         .k = 2,
+                         .n_past = 1,
+                         .refresh_period = 50,
+                         .max_filters = 6,
+                         .min_window = 70,
+                         .hash_alg = BK_HASH_MURMUR3,
                          .seed = 7};
   fbf_shape("fixed-spare-slots", &spare, 3, 4);
-  bk_fbf_config adaptive = {.m_bits = 256, .k = 3, .n_past = 1,
-                            .refresh_period = 100, .adaptive = true,
-                            .target_fpp = 0.01, .adapt_interval = 50,
-                            .period_step = 20, .min_period = 40,
-                            .max_period = 200, .max_filters = 8, .seed = 6};
+  bk_fbf_config adaptive = {.m_bits = 256,
+                            .k = 3,
+                            .n_past = 1,
+                            .refresh_period = 100,
+                            .adaptive = true,
+                            .target_fpp = 0.01,
+                            .adapt_interval = 50,
+                            .period_step = 20,
+                            .min_period = 40,
+                            .max_period = 200,
+                            .max_filters = 8,
+                            .seed = 6};
   fbf_shape("adaptive-empty", &adaptive, 0, 0);
   fbf_shape("adaptive-grown", &adaptive, 6, 40); /* fpp over target */
   fbf_shape("adaptive-idle", &adaptive, 12, 0);  /* shrinks, t grows */
@@ -207,7 +225,7 @@ static void seeds_rbf(void) {
     for (unsigned j = 0; j < keys[i]; j++) {
       unsigned char key[8];
       key_of(j, key);
-      OK(bk_rbf_insert(r, key, sizeof key));
+      OK(bk_rbf_add(r, key, sizeof key));
     }
     emit(&bk_test_codec_rbf, r, "rbf", names[i]);
     bk_rbf_destroy(r);
@@ -220,8 +238,10 @@ static void seeds_idem(void) {
     bk_idem_strategy strategy;
     unsigned ops;
   } shapes[] = {
-      {"fbf-empty", BK_IDEM_FBF, 0},     {"fbf-keys", BK_IDEM_FBF, 40},
-      {"none-keys", BK_IDEM_NONE, 30},   {"rbf-keys", BK_IDEM_RBF, 30},
+      {"fbf-empty", BK_IDEM_FBF, 0},
+      {"fbf-keys", BK_IDEM_FBF, 40},
+      {"none-keys", BK_IDEM_NONE, 30},
+      {"rbf-keys", BK_IDEM_RBF, 30},
       {"adaptive-keys", BK_IDEM_FBF_ADAPTIVE, 60},
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
@@ -255,13 +275,26 @@ static void seeds_cbf(void) {
   } shapes[] = {
       {"w4-standard-empty", {.m_counters = 200, .k = 3}, 0, 0},
       {"w4-standard-saturated", {.m_counters = 128, .k = 4}, 60, 20},
-      {"w4-blocked-half", {.m_counters = 256, .k = 5,
-                           .layout = BK_BLOOM_BLOCKED}, 30, 1},
+      {"w4-blocked-half",
+       {.m_counters = 256, .k = 5, .layout = BK_BLOOM_BLOCKED},
+       30,
+       1},
       {"w8-standard", {.m_counters = 100, .k = 2, .counter_bits = 8}, 40, 3},
-      {"w16-blocked", {.m_counters = 64, .k = 3, .counter_bits = 16,
-                       .layout = BK_BLOOM_BLOCKED}, 20, 2},
-      {"w32-murmur", {.m_counters = 40, .k = 2, .counter_bits = 32,
-                      .hash_alg = BK_HASH_MURMUR3, .seed = 5}, 15, 4},
+      {"w16-blocked",
+       {.m_counters = 64,
+        .k = 3,
+        .counter_bits = 16,
+        .layout = BK_BLOOM_BLOCKED},
+       20,
+       2},
+      {"w32-murmur",
+       {.m_counters = 40,
+        .k = 2,
+        .counter_bits = 32,
+        .hash_alg = BK_HASH_MURMUR3,
+        .seed = 5},
+       15,
+       4},
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     bk_cbf *f;
@@ -288,12 +321,19 @@ static void seeds_scbf(void) {
       {"empty", {.capacity = 16, .fpp = 0.1}, 0},
       {"grown-4bit", {.capacity = 8, .fpp = 0.2}, 40},
       {"blocked-8bit",
-       {.capacity = 8, .fpp = 0.2, .counter_bits = 8,
+       {.capacity = 8,
+        .fpp = 0.2,
+        .counter_bits = 8,
         .layout = BK_BLOOM_BLOCKED},
        30},
       {"murmur-tight",
-       {.capacity = 4, .fpp = 0.3, .growth = 1.5, .tightening = 0.8,
-        .hash_alg = BK_HASH_MURMUR3, .seed = 9, .max_filters = 5},
+       {.capacity = 4,
+        .fpp = 0.3,
+        .growth = 1.5,
+        .tightening = 0.8,
+        .hash_alg = BK_HASH_MURMUR3,
+        .seed = 9,
+        .max_filters = 5},
        20},
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
@@ -325,8 +365,13 @@ static void seeds_bloomclock(void) {
       {"w8-fresh", {.m = 64, .k = 3}, 0},
       {"w8-merged", {.m = 100, .k = 4, .process_id = 3}, 40},
       {"w16-merged", {.m = 33, .k = 2, .counter_bits = 16, .seed = 7}, 20},
-      {"w32-murmur", {.m = 16, .k = 5, .counter_bits = 32,
-                      .hash_alg = BK_HASH_MURMUR3, .seed = 11}, 9},
+      {"w32-murmur",
+       {.m = 16,
+        .k = 5,
+        .counter_bits = 32,
+        .hash_alg = BK_HASH_MURMUR3,
+        .seed = 11},
+       9},
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     bk_bloomclock *c, *o;
@@ -345,8 +390,10 @@ static void seeds_bloomclock(void) {
     bk_bloomclock_destroy(o);
   }
   bk_vclock *a, *b;
-  OK(bk_vclock_create(&a, &(bk_vclock_config){.processes = 7, .process_id = 2}));
-  OK(bk_vclock_create(&b, &(bk_vclock_config){.processes = 7, .process_id = 5}));
+  OK(bk_vclock_create(&a,
+                      &(bk_vclock_config){.processes = 7, .process_id = 2}));
+  OK(bk_vclock_create(&b,
+                      &(bk_vclock_config){.processes = 7, .process_id = 5}));
   emit(&bk_test_codec_vclock, a, "vclock", "fresh");
   for (int t = 0; t < 9; t++) OK(bk_vclock_tick(a));
   OK(bk_vclock_tick(b));
@@ -367,18 +414,29 @@ static void seeds_kbf(void) {
   } shapes[] = {
       {"empty", {.m_cells = 32, .k = 3, .max_values = 7}, 0, 0, false},
       {"c32-filled", {.m_cells = 64, .k = 3, .max_values = 15}, 14, 6, false},
-      {"c64-filled", {.m_cells = 40, .k = 2, .cell_bits = 64,
-                      .max_values = 31}, 12, 9, false},
+      {"c64-filled",
+       {.m_cells = 40, .k = 2, .cell_bits = 64, .max_values = 31},
+       12,
+       9,
+       false},
       {"compressed", {.m_cells = 96, .k = 4, .max_values = 7}, 16, 4, true},
-      {"murmur", {.capacity = 10, .fpp = 0.05, .hash_alg = BK_HASH_MURMUR3,
-                  .seed = 3, .max_values = 7}, 9, 3, false},
+      {"murmur",
+       {.capacity = 10,
+        .fpp = 0.05,
+        .hash_alg = BK_HASH_MURMUR3,
+        .seed = 3,
+        .max_values = 7},
+       9,
+       3,
+       false},
       {"saturated", {.m_cells = 8, .k = 2, .max_values = 3}, 40, 3, false},
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     bk_kbf *f;
     OK(bk_kbf_create(&f, &shapes[i].cfg));
     for (unsigned j = 0; j < shapes[i].keys; j++) {
-      unsigned char key[8], value[2] = {'v', (unsigned char)('a' + j % shapes[i].values)};
+      unsigned char key[8],
+          value[2] = {'v', (unsigned char)('a' + j % shapes[i].values)};
       key_of(j, key);
       OK(bk_kbf_insert(f, key, sizeof key, value, sizeof value));
     }

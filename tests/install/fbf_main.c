@@ -47,7 +47,7 @@ int main(void) {
   char key[32];
   for (int i = 0; i < n_keys; i++) {
     snprintf(key, sizeof key, "request-%d", i);
-    CHECK(bk_fbf_insert(f, key, strlen(key)) == BK_OK);
+    CHECK(bk_fbf_add(f, key, strlen(key)) == BK_OK);
   }
   int present = 0;
   CHECK(count_present(f, n_keys, &present) == 0);

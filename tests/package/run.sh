@@ -10,7 +10,7 @@
 #   1. export: the files git tracks plus untracked, not ignored ones (what
 #      a commit of the working tree would hold);
 #   2. dpkg-buildpackage -b -us -uc with DEB_BUILD_OPTIONS=nocheck (the
-#      test suite runs in scripts/test.sh already): libbloomkit1,
+#      test suite runs in scripts/test.sh already): libbloomkit2,
 #      libbloomkit-dev, bloomkit-tools;
 #   3. lintian on the .changes: no error and no warning (overrides in
 #      debian/*.lintian-overrides say why);
@@ -36,7 +36,7 @@ root=$(cd "$here/../.." && pwd)
 jobs=${BK_PACKAGE_JOBS:-2}
 cc=${BK_PACKAGE_CC:-cc}
 cflags="-std=c11 -Wall -Wextra -Wpedantic -Werror"
-packages="libbloomkit1 libbloomkit-dev bloomkit-tools"
+packages="libbloomkit2 libbloomkit-dev bloomkit-tools"
 
 fail() {
   echo "package test FAILED: $*" >&2
@@ -115,10 +115,10 @@ step "package contents"
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 libdir=/usr/lib/$multiarch
 contents() { dpkg-deb -c "$work/${1}_${version}_"*.deb | awk '{print $6}' | sed 's|^\./|/|'; }
-contents libbloomkit1 | grep -q "^$libdir/libbloomkit_core.so.1" ||
-  fail "libbloomkit1 has no $libdir/libbloomkit_core.so.1"
-contents libbloomkit1 | grep -E '\.(a|pc|h)$|\.so$' &&
-  fail "libbloomkit1 holds development files"
+contents libbloomkit2 | grep -q "^$libdir/libbloomkit_core.so.2" ||
+  fail "libbloomkit2 has no $libdir/libbloomkit_core.so.2"
+contents libbloomkit2 | grep -E '\.(a|pc|h)$|\.so$' &&
+  fail "libbloomkit2 holds development files"
 for f in /usr/include/bloomkit/bloom.h "$libdir/libbloomkit_core.a" \
   "$libdir/libbloomkit_fbf.a" "$libdir/libbloomkit_core.so" \
   "$libdir/pkgconfig/bloomkit.pc" "$libdir/pkgconfig/bloomkit_fbf.pc" \
@@ -137,7 +137,7 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
   >"$work/install.log" 2>&1 || { cat "$work/install.log" >&2; fail "apt-get install"; }
 
 step "installed libraries export bk_* only"
-for lib in "$libdir"/libbloomkit_*.so.1; do
+for lib in "$libdir"/libbloomkit_*.so.2; do
   others=$(nm -D --defined-only "$lib" | awk '$3 !~ /^bk_/ {print $3}')
   [ -z "$others" ] || fail "$lib exports $(echo "$others" | tr '\n' ' ')"
   echo "    $(basename "$lib"): $(nm -D --defined-only "$lib" | wc -l) symbols, all bk_*"
@@ -149,7 +149,7 @@ step "consumers via pkg-config (installed -dev)"
 "$cc" $cflags "$consumers/main.c" $(pkg-config --cflags --libs bloomkit_core) \
   -o "$work/pc-core" || fail "pkg-config bloomkit_core consumer build"
 "$work/pc-core" || fail "pkg-config bloomkit_core consumer run"
-[ "$(needed "$work/pc-core" | grep -o 'libbloomkit[^ ]*' | tr '\n' ' ')" = "libbloomkit_core.so.1 " ] ||
+[ "$(needed "$work/pc-core" | grep -o 'libbloomkit[^ ]*' | tr '\n' ' ')" = "libbloomkit_core.so.2 " ] ||
   fail "the core consumer needs $(needed "$work/pc-core")"
 # shellcheck disable=SC2046,SC2086
 "$cc" $cflags "$consumers/fbf_main.c" -Wl,--as-needed \
@@ -180,7 +180,7 @@ for kind in shared static; do
   "$b/consumer" || fail "find_package consumer ($kind) run"
   got=$(needed "$b/consumer" | grep -o 'libbloomkit[^ ]*' | tr '\n' ' ' || true)
   if [ "$kind" = shared ]; then
-    [ "$got" = "libbloomkit_fbf.so.1 " ] || fail "shared consumer needs '$got'"
+    [ "$got" = "libbloomkit_fbf.so.2 " ] || fail "shared consumer needs '$got'"
   else
     [ -z "$got" ] || fail "static consumer needs '$got'"
   fi
