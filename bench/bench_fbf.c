@@ -98,7 +98,7 @@
 #define MIN_TIME 0.2       /* seconds per benchmark */
 #define PERIOD 1u          /* refresh period, FBF time units */
 #define CONTAINS_LIMIT 2.0 /* fbf contains absent / bloom contains absent */
-#define INSERT_LIMIT 2.0   /* fbf insert_if_absent / bloom add_if_absent */
+#define ADD_LIMIT 2.0      /* fbf add_if_absent / bloom add_if_absent */
 #define MEMORY_LIMIT 1.1   /* memory / ((N + 2) m / 8) */
 
 /* ---- resets: a snapshotting allocator ----------------------------------- *
@@ -264,7 +264,7 @@ static const struct op_spec {
                                     true},
     [OP_FBF_CONTAINS_MANY_ABSENT] = {"fbf/contains_many_absent", "", false,
                                      FBF_LOOKUPS_MANY, false},
-    [OP_FBF_ADD_IF_ABSENT_MANY] = {"fbf/add_if_absent_many", " insert", false,
+    [OP_FBF_ADD_IF_ABSENT_MANY] = {"fbf/add_if_absent_many", " add", false,
                                    FBF_ADDS_MANY, false},
     [OP_MEMSET_FILTER] = {"memset_filter", " refresh", true, MEMSETS, false},
     [OP_FBF_REFRESH] = {"fbf/refresh", " refresh", false, REFRESHES, false},
@@ -669,19 +669,19 @@ static void register_targets(void) {
       {"fbf contains absent vs standard bloom same m, k=7, %llu MiB, N=%u "
        "(dependent)",
        OP_FBF_CONTAINS_ABSENT_DEP, OP_BLOOM_CONTAINS_ABSENT_DEP, BK_FX_INFO},
-      {"fbf insert_if_absent vs bloom add_if_absent, fresh ids, %llu MiB, "
+      {"fbf add_if_absent vs bloom add_if_absent, fresh ids, %llu MiB, "
        "N=%u",
-       OP_FBF_ADD_IF_ABSENT, OP_BLOOM_ADD_IF_ABSENT, INSERT_LIMIT},
+       OP_FBF_ADD_IF_ABSENT, OP_BLOOM_ADD_IF_ABSENT, ADD_LIMIT},
       {"fbf contains absent vs standard bloom of the fbf's memory, "
        "(N+2) m bits, %llu MiB, N=%u",
        OP_FBF_CONTAINS_ABSENT, OP_MEM_BLOOM_CONTAINS_ABSENT, CONTAINS_LIMIT},
-      {"fbf insert_if_absent vs bloom add_if_absent, bloom of the fbf's "
+      {"fbf add_if_absent vs bloom add_if_absent, bloom of the fbf's "
        "memory, %llu MiB, N=%u",
-       OP_FBF_ADD_IF_ABSENT, OP_MEM_BLOOM_ADD_IF_ABSENT, INSERT_LIMIT},
+       OP_FBF_ADD_IF_ABSENT, OP_MEM_BLOOM_ADD_IF_ABSENT, ADD_LIMIT},
       {"fbf contains_many absent (256 a call) vs single-key bloom same m, "
        "%llu MiB, N=%u",
        OP_FBF_CONTAINS_MANY_ABSENT, OP_BLOOM_CONTAINS_ABSENT, BK_FX_INFO},
-      {"fbf insert_if_absent_many (256 a call) vs single-key bloom "
+      {"fbf add_if_absent_many (256 a call) vs single-key bloom "
        "add_if_absent same m, %llu MiB, N=%u",
        OP_FBF_ADD_IF_ABSENT_MANY, OP_BLOOM_ADD_IF_ABSENT, BK_FX_INFO},
       {"fbf memory <= 1.1 x (N+2) m/8 + const, %llu MiB, N=%u",
