@@ -4,6 +4,7 @@
  * (so a saved filter stays valid across builds and dependency upgrades), the
  * lo/hi mapping of the digest halves, bk_hash_u64's byte form, the index
  * derivation pinned by hand-computed values and by an independent reference,
+ * the positions a standard bk_bloom sets pinned by recorded values,
  * uniformity of the range reduction, seeding, and argument checking.
  */
 #include <math.h>
@@ -16,6 +17,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "bloomkit/bloom.h"
 #include "bloomkit/hash.h"
 #include "testutil.h"
 
@@ -463,6 +465,97 @@ static void test_indices_known_answers(void **state) {
   assert_int_equal(ref_mix64(0x926590AA01CA8B12ULL), (uint64_t)0 - 3);
 }
 
+/* The digest -> k positions step as every structure takes it (enhanced
+ * double hashing, multiply-shift reduction; one definition in the library,
+ * bk__probe_* of src/core/hash_fast.h, which bloom_inline.h's standard
+ * probe shares). Expected values: printed by the code before the step was
+ * gathered into one definition (bloomkit 0.2.0~dev1, main at b8c90e0),
+ * where bloom.h, bloom.c (three times), fbf.c, cbf.c and hash_inline.h each
+ * wrote it out; saved filters pin them, so they must never change. The
+ * digests are pi's hex digits; #6 wraps a at once and has step mix64(0). */
+typedef struct positions_vector {
+  bk_hash h;
+  unsigned k;
+  uint64_t m;
+  uint64_t want[16];
+} positions_vector;
+
+static const positions_vector k_positions[] = {
+    {{0x243F6A8885A308D3ULL, 0x13198A2E03707344ULL}, 1, 1ULL, {0ULL}},
+    {{0xA4093822299F31D0ULL, 0x082EFA98EC4E6C89ULL},
+     3,
+     64ULL,
+     {41ULL, 60ULL, 15ULL}},
+    {{0x452821E638D01377ULL, 0xBE5466CF34E90C6CULL},
+     7,
+     9585059ULL,
+     {2589342ULL, 3697234ULL, 4805127ULL, 5913019ULL, 7020912ULL, 8128804ULL,
+      9236696ULL}},
+    {{0xC0AC29B7C97C50DDULL, 0x3F84D5B5B5470917ULL},
+     12,
+     1000003ULL,
+     {752629ULL, 483298ULL, 213966ULL, 944638ULL, 675307ULL, 405976ULL,
+      136645ULL, 867316ULL, 597985ULL, 328654ULL, 59323ULL, 789994ULL}},
+    {{0x9216D5D98979FB1BULL, 0xD1310BA698DFB5ACULL},
+     16,
+     1099511627776ULL,
+     {627448338825ULL, 577628542894ULL, 527808746963ULL, 477988951032ULL,
+      428169155101ULL, 378349359171ULL, 328529563240ULL, 278709767309ULL,
+      228889971378ULL, 179070175447ULL, 129250379516ULL, 79430583585ULL,
+      29610787654ULL, 1079302619499ULL, 1029482823568ULL, 979663027638ULL}},
+    {{0xFFFFFFFFFFFFFFFFULL, 0x0000000000000000ULL},
+     5,
+     4096ULL,
+     {4095ULL, 4095ULL, 0ULL, 0ULL, 0ULL}},
+};
+
+/* A standard bk_bloom of m bits and k probes after add_hash(h) holds
+ * exactly the bits `want` lists (its add's copy of the step), and finds
+ * h (its lookup's copy), read back through the serialized payload (after
+ * the 56-byte header, bit i of the filter at byte i / 8, bit i % 8). */
+static void assert_bloom_sets_positions(const positions_vector *v) {
+  bk_bloom_config cfg = {.m_bits = v->m, .k = v->k};
+  for (int single_writer = 0; single_writer < 2; single_writer++) {
+    cfg.single_writer = single_writer;
+    bk_bloom *b;
+    assert_bk_ok(bk_bloom_create(&b, &cfg));
+    assert_bk_ok(bk_bloom_add_hash(b, v->h));
+    bool found = false;
+    assert_bk_ok(bk_bloom_contains_hash(b, v->h, &found));
+    assert_true(found);
+    size_t size, written;
+    assert_bk_ok(bk_bloom_serialized_size(b, &size));
+    unsigned char *buf = malloc(size);
+    assert_non_null(buf);
+    assert_bk_ok(bk_bloom_serialize(b, buf, size, &written));
+    const unsigned char *bits = buf + 56;
+    for (uint64_t i = 0; i < v->m; i++) {
+      bool want = false;
+      for (unsigned j = 0; j < v->k; j++) want |= v->want[j] == i;
+      if (((bits[i / 8] >> (i % 8)) & 1) != want)
+        fail_msg("m %llu k %u: bit %llu is %d", (unsigned long long)v->m, v->k,
+                 (unsigned long long)i, !want);
+    }
+    free(buf);
+    bk_bloom_destroy(b);
+  }
+}
+
+static void test_positions_known_answers(void **state) {
+  (void)state;
+  for (size_t v = 0; v < sizeof k_positions / sizeof k_positions[0]; v++) {
+    const positions_vector *p = &k_positions[v];
+    uint64_t out[16];
+    assert_bk_ok(bk_hash_indices(p->h, p->k, p->m, out));
+    for (unsigned i = 0; i < p->k; i++) {
+      if (out[i] != p->want[i])
+        fail_msg("vector #%zu position %u: got %llu, want %llu", v + 1, i,
+                 (unsigned long long)out[i], (unsigned long long)p->want[i]);
+    }
+    if (p->m <= 10000000) assert_bloom_sets_positions(p);
+  }
+}
+
 /* End to end: a digest from a published vector, through the derivation.
  * Pins the whole key -> indices path for a saved filter. */
 static void test_indices_from_key(void **state) {
@@ -710,6 +803,7 @@ int main(void) {
       cmocka_unit_test(test_hash_u64_is_le_bytes),
       cmocka_unit_test(test_reference_mix64),
       cmocka_unit_test(test_indices_known_answers),
+      cmocka_unit_test(test_positions_known_answers),
       cmocka_unit_test(test_indices_from_key),
       cmocka_unit_test(test_indices_match_reference_and_range),
       cmocka_unit_test(test_reduce_exact),
