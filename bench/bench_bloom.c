@@ -62,7 +62,7 @@
 
 #include "benches.h"
 #include "bloomkit/bits.h"
-#include "bloomkit/bloom.h"
+#include "bloomkit/bloom_inline.h"
 #include "bloomkit/params.h"
 #include "fixture.h"
 

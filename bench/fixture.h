@@ -48,7 +48,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "bloomkit/bloom.h"
+#include "bloomkit/bloom_inline.h"
 #include "bloomkit/hash.h"
 #include "shim.h"
 

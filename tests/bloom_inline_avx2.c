@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The header's inline bk_bloom_contains and bk_bloom_add as code built with
- * -mavx2 gets them (bloom.h's vector masks, 32-byte load and store);
+ * -mavx2 gets them (bloom_inline.h's vector masks, 32-byte load and store);
  * test_bloom_split compares their bits and answers with the library's, on
  * CPUs that have AVX2. Its own file, built with -mavx2 alone, so no other
  * test code can use AVX2 before the CPU check.
  */
-#include "bloomkit/bloom.h"
+#include "bloomkit/bloom_inline.h"
 
 #if !defined(BK_BLOOM_INLINE) || !defined(__AVX2__)
 #error "built with -mavx2 and the inline path (tests/CMakeLists.txt)"

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bloomkit/bloom.h"
+#include "bloomkit/bloom_inline.h"
 
 /* out[i] = bk_bloom_contains(b, &keys[i], 8) through the inline path built
  * with -mavx2 (tests/bloom_inline_avx2.c); call it only where the CPU has

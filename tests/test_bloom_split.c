@@ -14,8 +14,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 /* The header's inline path in its scalar form, which x86 builds without
- * AVX2 would not get by default (bloom.h); tests/bloom_inline_avx2.c covers
- * the vector form. */
+ * AVX2 would not get by default (bloom_inline.h); tests/bloom_inline_avx2.c
+ * covers the vector form. */
 #define BK_BLOOM_INLINE_SCALAR 1
 
 #include <errno.h>
@@ -33,7 +33,7 @@
 #include "testutil.h"
 #include "codecs.h"
 
-#include "bloomkit/bloom.h"
+#include "bloomkit/bloom_inline.h"
 #include "bloomkit/hash.h"
 #include "bloomkit/params.h"
 #include "core/internal.h"
@@ -242,7 +242,7 @@ static unsigned inline_vs_library(const bk_bloom *f, uint64_t seed, unsigned n,
 #endif
 
 /* ---- the header's inline path ---------------------------------------------
- * bk_bloom_add and bk_bloom_contains are macros over bloom.h's inline
+ * bk_bloom_add and bk_bloom_contains are macros over bloom_inline.h's inline
  * functions (BK_BLOOM_INLINE); the library's own functions are reached by
  * name in parentheses. The inline digest must be the library's for every
  * seed, and a filter built and probed inline must be the library's bit for

@@ -19,7 +19,15 @@
 
 #include "bloomkit/bloom.h"
 #include "bloomkit/hash.h"
+#include "core/hash_fast.h" /* bk__probe_*, bk__mix64, bk__u128 */
 #include "testutil.h"
+
+/* bloom.h and the library's internals declare, nothing more: the inline
+ * path's macros come only with bloomkit/bloom_inline.h (an opt-in). */
+#if defined(bk_bloom_contains) || defined(bk_bloom_add) || \
+    defined(BK_BLOOM_INLINE)
+#error "bloom.h or core/hash_fast.h turned on bloom_inline.h's inline path"
+#endif
 
 #define PRIME32 2654435761U
 #define PRIME64 11400714785074694797ULL
@@ -466,13 +474,16 @@ static void test_indices_known_answers(void **state) {
 }
 
 /* The digest -> k positions step as every structure takes it (enhanced
- * double hashing, multiply-shift reduction; one definition in the library,
- * bk__probe_* of src/core/hash_fast.h, which bloom_inline.h's standard
- * probe shares). Expected values: printed by the code before the step was
- * gathered into one definition (bloomkit 0.2.0~dev1, main at b8c90e0),
- * where bloom.h, bloom.c (three times), fbf.c, cbf.c and hash_inline.h each
- * wrote it out; saved filters pin them, so they must never change. The
- * digests are pi's hex digits; #6 wraps a at once and has step mix64(0). */
+ * double hashing, multiply-shift reduction; one definition, bk__probe_* in
+ * the first part of bloomkit/bloom_inline.h, which the library reaches
+ * through src/core/hash_fast.h and the inline path uses). Expected values:
+ * printed by the code before the step was gathered into one definition
+ * (bloomkit 0.2.0~dev1, main at b8c90e0), where bloom.h, bloom.c (three times),
+ * fbf.c, cbf.c and hash_inline.h each wrote it out; saved filters pin them, so
+ * they must never change. The digests are pi's hex digits; #6 wraps a at once
+ * and has step mix64(0); #7 (from main's library, b8c90e0) has a range near
+ * 2^64, where a step off by one changes the positions (small ranges hide it).
+ */
 typedef struct positions_vector {
   bk_hash h;
   unsigned k;
@@ -507,6 +518,13 @@ static const positions_vector k_positions[] = {
      5,
      4096ULL,
      {4095ULL, 4095ULL, 0ULL, 0ULL, 0ULL}},
+    /* a range near 2^64, where a step off by one shows in the positions */
+    {{0x8EE7D0A2C08E4E8CULL, 0x3F6A8885A308D313ULL},
+     8,
+     UINT64_MAX - 58,
+     {10297428470439759467ULL, 14692752354058392416ULL, 641332163967473808ULL,
+      5036656047586106760ULL, 9431979931204739715ULL, 13827303814823372674ULL,
+      18222627698442005638ULL, 4171207508351087051ULL}},
 };
 
 /* A standard bk_bloom of m bits and k probes after add_hash(h) holds
@@ -552,6 +570,14 @@ static void test_positions_known_answers(void **state) {
         fail_msg("vector #%zu position %u: got %llu, want %llu", v + 1, i,
                  (unsigned long long)out[i], (unsigned long long)p->want[i]);
     }
+    /* The one definition itself, one position at a time, and the array
+     * form the structures call. */
+    bk__probe_seq seq = bk__probe_start(p->h);
+    for (unsigned i = 0; i < p->k; i++)
+      assert_int_equal(bk__probe_next(&seq, i, p->m), p->want[i]);
+    uint64_t all[16];
+    bk__indices(p->h, p->k, p->m, all);
+    for (unsigned i = 0; i < p->k; i++) assert_int_equal(all[i], p->want[i]);
     if (p->m <= 10000000) assert_bloom_sets_positions(p);
   }
 }

@@ -8,7 +8,7 @@
 
 #include "bloomkit/kbf.h"
 #include "bloomkit/params.h"
-#include "core/hash_inline.h"
+#include "core/hash_fast.h"
 #include "core/internal.h"
 #include "kbf/kbf_internal.h"
 #include "testutil.h"

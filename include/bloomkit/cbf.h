@@ -37,7 +37,7 @@
 #ifndef BLOOMKIT_CBF_H
 #define BLOOMKIT_CBF_H
 
-#include "bloomkit/bloom.h"
+#include "bloomkit/params.h" /* bk_bloom_layout */
 #include "bloomkit/common.h"
 #include "bloomkit/hash.h"
 

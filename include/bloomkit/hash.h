@@ -60,23 +60,14 @@ BK_API bk_status bk_hash_u64(bk_hash_alg alg, uint64_t seed, uint64_t value,
                              bk_hash *out);
 
 #if defined(__SIZEOF_INT128__)
-__extension__ typedef unsigned __int128 bk__u128;
 /** Map a 64-bit word uniformly onto [0, range) without a modulo (Lemire). */
 static inline uint64_t bk_reduce(uint64_t word, uint64_t range) {
-  return (uint64_t)(((bk__u128)word * range) >> 64);
+  __extension__ typedef unsigned __int128 u128;
+  return (uint64_t)(((u128)word * range) >> 64);
 }
 #else
 #error "bloomkit needs a compiler with 128-bit integers (gcc or clang)"
 #endif
-
-/* splitmix64's finaliser: a bijection of 64-bit words with full avalanche.
- * Internal (bk__): the index derivations' step mixer, here for bloom.h's
- * inline path. */
-static inline uint64_t bk__mix64(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 /**
  * Derive `k` indices in [0, range) from one digest by enhanced double hashing:

@@ -2,7 +2,8 @@
 /*
  * Parameter math for Bloom filters: optimal size and hash count for a target,
  * the false positive probability of a filter, its p-capacity (kbf-paper
- * Sec. 4, Definition 1) and bits per element.
+ * Sec. 4, Definition 1) and bits per element; and the layouts the filters
+ * share (bk_bloom_layout) with their block sizes.
  *
  * Notation of the papers: m bits, k hash functions, n elements, p target false
  * positive probability.
@@ -23,6 +24,20 @@ extern "C" {
 
 /** Bits in one block of a blocked filter: one 64-byte cache line. */
 #define BK_BLOCK_BITS 512u
+
+/**
+ * Where a filter puts a key's k bits (or counters): bk_bloom takes all
+ * three, bk_cbf the first two; each structure's header says what it does
+ * with them. Here, beside the block sizes and their false positive rates,
+ * so a structure's header can name a layout without including another
+ * structure's header.
+ */
+typedef enum bk_bloom_layout {
+  BK_BLOOM_STANDARD = 0,    /**< k anywhere in m */
+  BK_BLOOM_BLOCKED = 1,     /**< k inside one BK_BLOCK_BITS block */
+  BK_BLOOM_SPLIT_BLOCK = 2, /**< Parquet's: one bit in each 32-bit word of
+                                 a BK_SPLIT_BLOCK_BITS block (bk_bloom) */
+} bk_bloom_layout;
 
 /**
  * Smallest m and the k that minimises the false positive probability for n

@@ -295,25 +295,18 @@ bk_status bk__cbf_remove(bk_cbf *f, bk_hash h) {
 #define get_at bk__cbf_get_at
 
 static inline bool standard_contains(const bk_cbf *f, bk_hash h) {
-  uint64_t a = h.lo, b = bk__mix64(h.hi); /* bk__indices' sequence */
+  bk__probe_seq p = bk__probe_start(h); /* bk__indices' sequence */
   const uint64_t m = f->m, max = f->max;
   const uint64_t *words = f->words;
   const unsigned lw = f->log_width, k = f->k;
   /* The first two probes without a branch between them: at the design fill
    * each is nonzero with probability ~1/2, so a branch on the first alone
    * would mispredict half the time (as bk_bloom's standard_contains). */
-  uint64_t c0 = get_at(words, lw, max, bk_reduce(a, m));
-  a += b;
-  b += 1;
-  uint64_t c1 = k > 1 ? get_at(words, lw, max, bk_reduce(a, m)) : 1;
+  uint64_t c0 = get_at(words, lw, max, bk__probe_next(&p, 0, m));
+  uint64_t c1 = k > 1 ? get_at(words, lw, max, bk__probe_next(&p, 1, m)) : 1;
   if ((c0 == 0) | (c1 == 0)) return false;
-  a += b;
-  b += 2;
-  for (unsigned i = 2; i < k; i++) {
-    if (!get_at(words, lw, max, bk_reduce(a, m))) return false;
-    a += b;
-    b += i + 1;
-  }
+  for (unsigned i = 2; i < k; i++)
+    if (!get_at(words, lw, max, bk__probe_next(&p, i, m))) return false;
   return true;
 }
 

@@ -8,7 +8,7 @@
 #define BLOOMKIT_SRC_CBF_INTERNAL_H
 
 #include "bloomkit/cbf.h"
-#include "core/hash_inline.h"
+#include "core/hash_fast.h"
 #include "core/internal.h"
 
 /* Bytes in a block of the blocked layout: one cache line. */

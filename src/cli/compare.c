@@ -41,7 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bloomkit/bloom.h"
+#include "bloomkit/bloom_inline.h"
 #include "bloomkit/cbf.h"
 #include "bloomkit/kbf.h"
 #include "bloomkit/fbf.h"

@@ -36,7 +36,7 @@
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
-#include "core/hash_inline.h"
+#include "core/hash_fast.h"
 #include "kbf/kbf_internal.h"
 
 #define PROG "bloomkit kbf-experiments"

@@ -47,18 +47,17 @@
 #include <math.h>
 #include <stddef.h>
 
-/* The library defines the functions the header's inline path wraps. */
-#define BK__BUILDING_BLOOM 1
 #include "bloomkit/bloom.h"
-#ifndef BK__BLOOM_PROBES
-#error "bloom.h's probes need C99 and GCC or Clang"
-#endif
 #include "bloomkit/params.h"
 /* xxHash's header-only mode (hash_fast.h, as in hash.c): the default hash
  * is compiled into the probe paths here, with no call through the PLT to
- * bk__hash. */
+ * bk__hash. hash_fast.h also brings the head and the probes this file
+ * shares with bloomkit/bloom_inline.h's inline path (without its macros:
+ * this file defines the functions they wrap). */
 #include "hash_fast.h"
-#include "hash_inline.h"
+#ifndef BK__BLOOM_PROBES
+#error "bloom_inline.h's probes need C99 and GCC or Clang"
+#endif
 #include "internal.h"
 #include "sync.h"
 
@@ -145,13 +144,11 @@ static inline __attribute__((always_inline)) bk_hash bloom_hash(
 
 /* ---- probes ------------------------------------------------------------ */
 
-#define mix64 bk__mix64
-
 static inline uint64_t *block_of(const bk_bloom *b, bk_hash h) {
   return b->head.words + bk_reduce(h.lo, b->head.n_blocks) * 8;
 }
 
-/* The blocked layout's k positions: BK__BLOCK_POSITIONS of bloom.h (also
+/* The blocked layout's k positions: BK__BLOCK_POSITIONS of bloom_inline.h (also
  * the inline path's), from the digest's high half. */
 #define BLOCK_POSITIONS(h, k, POS_BODY) BK__BLOCK_POSITIONS((h).hi, k, POS_BODY)
 
@@ -233,7 +230,8 @@ static inline __attribute__((always_inline)) bool blocked_add(bk_bloom *b,
   return block_set(b, block_of(b, h), mask, 8, false);
 }
 
-/* Standard layout: bk__bloom_std_test of bloom.h (also the inline path's). */
+/* Standard layout: bk__bloom_std_test of bloom_inline.h (also the inline
+ * path's). */
 static inline bool standard_contains(const bk_bloom *b, bk_hash h) {
   return bk__bloom_std_test(b->head.words, b->head.m_bits, b->head.k, h);
 }
@@ -248,14 +246,12 @@ static inline bool standard_contains(const bk_bloom *b, bk_hash h) {
 static inline __attribute__((always_inline)) bool standard_add(bk_bloom *b,
                                                                bk_hash h) {
   uint64_t idx[BK_K_MAX];
-  uint64_t a = h.lo, s = mix64(h.hi);
+  bk__probe_seq p = bk__probe_start(h);
   uint64_t *words = b->head.words;
   const unsigned k = b->head.k;
   for (unsigned i = 0; i < k; i++) {
-    idx[i] = bk_reduce(a, b->head.m_bits);
+    idx[i] = bk__probe_next(&p, i, b->head.m_bits);
     __builtin_prefetch(&words[idx[i] >> 6], 1);
-    a += s;
-    s += i + 1;
   }
   uint64_t todo = 0;
   for (unsigned i = 0; i < k; i++)
@@ -332,7 +328,7 @@ __attribute__((target("avx2"))) static inline __m256i split_mask_avx2(
  * the instruction reads and writes each aligned 64-bit word whole, and a
  * block's bits only get set while readers run, so any mix of its words'
  * old and new values is a state between two adds. TSan cannot see
- * assembly: its builds (BK__BLOOM_TSAN) use 64-bit atomics. bloom.h's
+ * assembly: its builds (BK__BLOOM_TSAN) use 64-bit atomics. bloom_inline.h's
  * inline path has the same two accesses (bk__split_load, bk__split_store),
  * written there for code built with -mavx2; this file is built without it
  * (AVX2 by target attributes, chosen at run time), so it cannot include
@@ -438,14 +434,12 @@ static inline __attribute__((always_inline)) bool split_add(bk_bloom *b,
 static inline __attribute__((always_inline)) bool standard_add_sw(bk_bloom *b,
                                                                   bk_hash h) {
   uint64_t idx[BK_K_MAX];
-  uint64_t a = h.lo, s = mix64(h.hi);
+  bk__probe_seq p = bk__probe_start(h);
   uint64_t *words = b->head.words;
   const unsigned k = b->head.k;
   for (unsigned i = 0; i < k; i++) {
-    idx[i] = bk_reduce(a, b->head.m_bits);
+    idx[i] = bk__probe_next(&p, i, b->head.m_bits);
     __builtin_prefetch(&words[idx[i] >> 6], 1);
-    a += s;
-    s += i + 1;
   }
   uint64_t fresh = 0;
   for (unsigned i = 0; i < k; i++)
@@ -698,7 +692,7 @@ static void select_paths(bk_bloom *b) {
   b->head.inline_add = b->single_writer && b->layout == BK_BLOOM_SPLIT_BLOCK
                            ? b->head.inline_find
                            : BK__INLINE_NONE;
-  /* The seed's part of the inline digest (bk__digest8 in bloom.h). */
+  /* The seed's part of the inline digest (bk__digest8 in bloom_inline.h). */
   b->head.hash_k =
       x3 ? UINT64_C(0xC4F023344DC994AC) +
                (b->seed ^ (uint64_t)__builtin_bswap32((uint32_t)b->seed) << 32)
@@ -970,16 +964,15 @@ static inline __attribute__((always_inline)) void prefetch_key(
     return;
   }
   /* Standard: the first probes decide most absent keys. */
-  uint64_t a = h.lo, s = mix64(h.hi);
+  bk__probe_seq p = bk__probe_start(h);
   unsigned n = b->head.k < 3 ? b->head.k : 3;
   for (unsigned i = 0; i < n; i++) {
-    const uint64_t *w = &b->head.words[bk_reduce(a, b->head.m_bits) >> 6];
+    const uint64_t *w =
+        &b->head.words[bk__probe_next(&p, i, b->head.m_bits) >> 6];
     if (write)
       __builtin_prefetch(w, 1);
     else
       __builtin_prefetch(w, 0);
-    a += s;
-    s += i + 1;
   }
 }
 

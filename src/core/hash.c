@@ -6,13 +6,11 @@
 #include "bloomkit/hash.h"
 
 #include <murmurhash.h>
-/* xxHash's documented header-only mode, from Debian's libxxhash-dev: XXH3 is
- * compiled into this file so the hot path needs no call through the PLT. */
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
+/* xxHash's documented header-only mode (hash_fast.h): XXH3 is compiled into
+ * this file so the hot path needs no call through the PLT. */
+#include "hash_fast.h"
 #include "internal.h"
-#include "hash_inline.h"
 
 bk_status bk_hash_bytes(bk_hash_alg alg, uint64_t seed, const void *key,
                         size_t len, bk_hash *out) {

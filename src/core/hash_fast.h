@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private: the digest of a key with XXH3, the default, inlined for keys of
- * up to 16 bytes (xxHash's documented header-only mode, from Debian's
- * libxxhash-dev, as in hash.c), so a hot path hashes a short key with no
- * call through the PLT; every other algorithm and length goes to bk__hash.
- * The same digest as bk__hash (the known-answer tests pin both).
+ * Private: the one home of the library's hot-path hashing. The digest of a
+ * key (bk__hash; XXH3, the default, inlined for keys of up to 16 bytes
+ * through xxHash's documented header-only mode, from Debian's
+ * libxxhash-dev, as in hash.c, so a hot path hashes a short key with no
+ * call through the PLT), the algorithm and batch checks every structure
+ * makes, and the digest -> k positions step (bk__probe_start /
+ * bk__probe_next, and bk__indices over them). The step, bk__mix64 and the
+ * standard and blocked probes are defined once, in the first part of the
+ * installed bloomkit/bloom_inline.h, because that header's inline path
+ * needs them and cannot include this one; here they are included without
+ * the inline path's macros. The known-answer tests (tests/test_hash.c) pin
+ * the digests and the positions.
  */
 #ifndef BLOOMKIT_SRC_CORE_HASH_FAST_H
 #define BLOOMKIT_SRC_CORE_HASH_FAST_H
@@ -12,8 +19,58 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "hash_inline.h"
+#include "bloomkit/hash.h"
+#define BK__BLOOM_INTERNALS_ONLY 1
+#include "bloomkit/bloom_inline.h"
+#undef BK__BLOOM_INTERNALS_ONLY
 #include "internal.h"
+
+/* Unchecked digest: alg must be valid (DEFAULT means XXH3). */
+BK_API bk_hash bk__hash(bk_hash_alg alg, uint64_t seed, const void *key,
+                        size_t len);
+
+/* The algorithms every structure accepts: XXH3 and Murmur3 (XXH64 is for
+ * bk_bloom only, whose format records it; see bk__hash_alg_valid_any). */
+static inline bool bk__hash_alg_valid(bk_hash_alg alg, uint64_t seed) {
+  switch (alg) {
+    case BK_HASH_DEFAULT:
+    case BK_HASH_XXH3:
+      return true;
+    case BK_HASH_MURMUR3:
+      return seed <= UINT32_MAX;
+    case BK_HASH_XXH64:
+      return false;
+  }
+  return false;
+}
+
+/* Every algorithm bk__hash computes: bk_hash_bytes and bk_bloom. */
+static inline bool bk__hash_alg_valid_any(bk_hash_alg alg, uint64_t seed) {
+  return alg == BK_HASH_XXH64 || bk__hash_alg_valid(alg, seed);
+}
+
+/* A batch's keys as every structure's batch calls check them before using
+ * any: arrays present (n > 0), no NULL key with a length, no Murmur3 key
+ * over 2^31 - 1 bytes. */
+static inline bk_status bk__batch_keys_ok(bk_hash_alg alg,
+                                          const void *const *keys,
+                                          const size_t *lens, size_t n) {
+  if (!n) return BK_OK;
+  if (!keys || !lens) return BK_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if ((!keys[i] && lens[i]) ||
+        (alg == BK_HASH_MURMUR3 && lens[i] > (size_t)INT32_MAX))
+      return BK_EINVAL;
+  return BK_OK;
+}
+
+/* The k positions of bk__probe_next (bloom_inline.h) in [0, range), all at
+ * once: bk_hash_indices and the structures that want them in an array. */
+static inline void bk__indices(bk_hash h, unsigned k, uint64_t range,
+                               uint64_t *out) {
+  bk__probe_seq p = bk__probe_start(h);
+  for (unsigned i = 0; i < k; i++) out[i] = bk__probe_next(&p, i, range);
+}
 
 /* XXH3-128 of len <= 16 bytes; 8 bytes tested first, so the commonest key
  * length hashes with a constant length. */

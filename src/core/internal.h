@@ -33,6 +33,9 @@
 
 #define BK_CACHE_LINE 64u
 
+/* 128-bit products: overflow-free size checks and wide multiplies. */
+__extension__ typedef unsigned __int128 bk__u128;
+
 /* ---- allocation ------------------------------------------------------- */
 
 /* The allocator an object keeps: a copy of the caller's, or libc's. */

@@ -212,9 +212,9 @@ static void ensure_swept(bk_fbf *f, uint64_t c, uint64_t gen) {
  * may follow all use the same array. */
 static inline void key_lanes(const bk_fbf *f, bk_hash h, uint64_t *lanes,
                              bool for_write) {
-  uint64_t a = h.lo, s = bk__mix64(h.hi);
+  bk__probe_seq p = bk__probe_start(h);
   for (unsigned i = 0; i < f->k; i++) {
-    lanes[i] = bk_reduce(a, f->m) * f->stride;
+    lanes[i] = bk__probe_next(&p, i, f->m) * f->stride;
     /* the lane's first and last bit: one line, or two */
     const uint64_t *w = &f->words[lanes[i] >> 6];
     const uint64_t *w_end = &f->words[(lanes[i] + f->width - 1) >> 6];
@@ -225,8 +225,6 @@ static inline void key_lanes(const bk_fbf *f, bk_hash h, uint64_t *lanes,
       __builtin_prefetch(w);
       __builtin_prefetch(w_end);
     }
-    a += s;
-    s += i + 1;
   }
 }
 

@@ -10,7 +10,7 @@
 
 #include "bloomkit/fbf.h"
 #include "bloomkit/params.h"
-#include "core/hash_inline.h"
+#include "core/hash_fast.h"
 #include "core/internal.h"
 #include "core/sync.h"
 

@@ -23,7 +23,6 @@
 #include "bloomkit/params.h"
 #include "bloomkit/rbf.h"
 #include "core/hash_fast.h"
-#include "core/hash_inline.h"
 #include "core/internal.h"
 #include "fbf_internal.h"
 

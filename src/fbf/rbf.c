@@ -7,7 +7,7 @@
  */
 #include "bloomkit/rbf.h"
 
-#include "bloomkit/bloom.h"
+#include "bloomkit/bloom_inline.h"
 #include "bloomkit/params.h"
 #include "core/internal.h"
 

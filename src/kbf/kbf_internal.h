@@ -19,7 +19,7 @@
 #define BLOOMKIT_SRC_KBF_KBF_INTERNAL_H
 
 #include "bloomkit/kbf.h"
-#include "core/hash_inline.h"
+#include "core/hash_fast.h"
 #include "core/internal.h"
 
 #define BK__KBF_CELLS_MAX ((uint64_t)1 << 36)
