@@ -195,6 +195,19 @@ static inline bool standard_contains(const bk_bloom *b, bk_hash h) {
   return bk__bloom_std_test(b->head.words, b->head.m_bits, b->head.k, h);
 }
 
+/* A standard add's k positions into idx, each word prefetched for writing
+ * so that the k cache misses overlap; returns k. */
+static inline __attribute__((always_inline)) unsigned standard_positions(
+    const bk_bloom *b, bk_hash h, uint64_t idx[BK_K_MAX]) {
+  bk__probe_seq p = bk__probe_start(h);
+  const unsigned k = b->head.k;
+  for (unsigned i = 0; i < k; i++) {
+    idx[i] = bk__probe_next(&p, i, b->head.m_bits);
+    __builtin_prefetch(&b->head.words[idx[i] >> 6], 1);
+  }
+  return k;
+}
+
 /* Adds compute and prefetch every word first, so the k cache misses overlap
  * instead of queueing behind each locked OR; then load every word, collect
  * without a branch the probes whose bit is clear, and one atomic OR per
@@ -205,13 +218,8 @@ static inline bool standard_contains(const bk_bloom *b, bk_hash h) {
 static inline __attribute__((always_inline)) bool standard_add(bk_bloom *b,
                                                                bk_hash h) {
   uint64_t idx[BK_K_MAX];
-  bk__probe_seq p = bk__probe_start(h);
   uint64_t *words = b->head.words;
-  const unsigned k = b->head.k;
-  for (unsigned i = 0; i < k; i++) {
-    idx[i] = bk__probe_next(&p, i, b->head.m_bits);
-    __builtin_prefetch(&words[idx[i] >> 6], 1);
-  }
+  const unsigned k = standard_positions(b, h, idx);
   uint64_t todo = 0;
   for (unsigned i = 0; i < k; i++)
     todo |=
@@ -312,13 +320,8 @@ static inline __attribute__((always_inline)) bool split_add(bk_bloom *b,
 static inline __attribute__((always_inline)) bool standard_add_sw(bk_bloom *b,
                                                                   bk_hash h) {
   uint64_t idx[BK_K_MAX];
-  bk__probe_seq p = bk__probe_start(h);
   uint64_t *words = b->head.words;
-  const unsigned k = b->head.k;
-  for (unsigned i = 0; i < k; i++) {
-    idx[i] = bk__probe_next(&p, i, b->head.m_bits);
-    __builtin_prefetch(&words[idx[i] >> 6], 1);
-  }
+  const unsigned k = standard_positions(b, h, idx);
   uint64_t fresh = 0;
   for (unsigned i = 0; i < k; i++)
     fresh |= sw_or(&words[idx[i] >> 6], (uint64_t)1 << (idx[i] & 63));
