@@ -118,7 +118,7 @@ typedef struct bk__bloom_head {
 
 /* ThreadSanitizer builds (GCC's macro, Clang's feature test): the 32-byte
  * accesses written in assembly, which TSan cannot see, become 64-bit
- * atomics there (here and in bloom.c). */
+ * atomics there (here and in src/core/bloom_avx2.c). */
 #if defined(__SANITIZE_THREAD__)
 #define BK__BLOOM_TSAN 1
 #elif defined(__has_feature)
