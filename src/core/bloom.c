@@ -67,6 +67,12 @@ static uint64_t block_lock_count(uint64_t n_blocks) {
   return n;
 }
 
+/* ---- single-key bodies ---------------------------------------------------
+ * One body per configuration, chosen by select_paths (why, and the macros
+ * that write them: "single-key paths" in bloom_internal.h; the AVX2
+ * split-block ones are in bloom_avx2.c). Hashes without an inlined digest
+ * take the generic bodies. */
+
 static bk_status contains_generic(const bk_bloom *b, const void *key,
                                   size_t len, bool *out) {
   BK_RETURN_IF(b->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
