@@ -24,6 +24,7 @@
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
+#include "cli/repro/repro.h"
 #include "kbfapps/dkbf.h"
 #include "kbfapps/dkbf_store.h"
 

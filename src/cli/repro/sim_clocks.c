@@ -48,6 +48,7 @@
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
+#include "cli/repro/repro.h"
 
 #define PROG "bloomkit sim clocks"
 /* Every process holds a vector clock of p entries: p^2 * 4 bytes, 1 GiB at

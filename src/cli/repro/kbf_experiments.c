@@ -32,10 +32,10 @@
 #include "bloomkit/hash.h"
 #include "bloomkit/kbf.h"
 #include "bloomkit/params.h"
-#include "cli/kbf_apps.h"
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
+#include "cli/repro/repro.h"
 #include "core/hash_inline.h"
 #include "kbf/kbf_internal.h"
 

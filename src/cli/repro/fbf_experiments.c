@@ -68,6 +68,7 @@
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
+#include "cli/repro/repro.h"
 
 #define PROG "bloomkit fbf-experiments"
 #define DEFAULT_SEED 20150601u

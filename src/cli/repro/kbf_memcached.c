@@ -53,9 +53,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/kbf_apps.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
+#include "cli/repro/repro.h"
 
 #ifdef BK_HAVE_LIBMEMCACHED
 #include <libmemcached/memcached.h>

@@ -15,8 +15,8 @@
  * vanishes below p = 0.01); both structures get the same m cells and k hashes
  * (an sBF cell is 2 bytes, a kBF cell 4: the memory column says what each
  * used), or with --equal-memory the sBF gets 2m cells and k = ln 2 * 2m /
- * capacity, the kBF's bytes. Ratios are per query: the monitor queries once per packet (`during`),
- * then every flow once at the end (`final`).
+ * capacity, the kBF's bytes. Ratios are per query: the monitor queries once per
+ * packet (`during`), then every flow once at the end (`final`).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,9 +25,9 @@
 
 #include "bloomkit/params.h"
 #include "cli/cli.h"
-#include "cli/kbf_apps.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
+#include "cli/repro/repro.h"
 #include "kbfapps/acsm.h"
 #include "kbfapps/sbf.h"
 #include "kbfapps/tcptrace.h"
