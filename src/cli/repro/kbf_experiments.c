@@ -36,8 +36,6 @@
 #include "cli/opts.h"
 #include "cli/plot.h"
 #include "cli/repro/repro.h"
-#include "core/hash_inline.h"
-#include "kbf/kbf_internal.h"
 
 #define PROG "bloomkit kbf-experiments"
 #define N_VALUES 3000
@@ -172,20 +170,18 @@ typedef struct counts {
 } counts;
 
 /* Whether the paper's Algorithm 6 as written answers a value for h: no
- * empty cell, then the first counter-1 cell's content (the experiments
- * read the cells directly: kbf_internal.h). decode22/23 answers are
- * ignored here, so this is a lower bound on its false positives. */
+ * empty cell, then the first counter-1 cell's content (the counters come
+ * from bk_kbf_cell_counters_hash). decode22/23 answers are ignored here, so
+ * this is a lower bound on its false positives. */
 static bool paper_rule_answers(const bk_kbf *f, bk_hash h) {
-  uint64_t idx[BK_K_MAX];
-  bk__indices(h, f->main.k, f->main.m_created, idx);
+  uint8_t counters[BK_K_MAX];
+  size_t k = 0;
+  if (bk_kbf_cell_counters_hash(f, h, counters, BK_K_MAX, &k) != BK_OK)
+    return false;
   bool one = false;
-  for (unsigned i = 0; i < f->main.k; i++) {
-    const uint64_t p = idx[i] % f->main.m;
-    const uint64_t w = f->cell_bits == 32 ? ((const uint32_t *)f->main.data)[p]
-                                          : ((const uint64_t *)f->main.data)[p];
-    const uint64_t n = w >> f->enc_shift;
-    if (n == 0) return false;
-    if (n == 1) one = true;
+  for (size_t i = 0; i < k; i++) {
+    if (counters[i] == 0) return false;
+    if (counters[i] == 1) one = true;
   }
   return one;
 }
