@@ -661,23 +661,36 @@ static int run_options(const options *o, const workload *w) {
 /* ---- pictures --------------------------------------------------------------
  */
 
-#define FP_SERIES                                                     \
-  {                                                                   \
-    {"p1e-3", "bloomkit, p = 1e-3"}, {"p1e-4", "bloomkit, p = 1e-4"}, \
-        {"paper_rule_p1e-3", "Algorithm 6 rule, p = 1e-3"},           \
-        {"paper_rule_p1e-4", "Algorithm 6 rule, p = 1e-4"},           \
-        {"paper_rule_p1e-5", "Algorithm 6 rule, p = 1e-5"}, {         \
-      "paper_rule_p1e-6", "Algorithm 6 rule, p = 1e-6"                \
-    }                                                                 \
+/* Figs. 7-12 are of two kinds. A false negative figure: stored keys that
+ * no longer answer their value, one series per preset p. A false positive
+ * figure: keys never stored (or deleted) that answer a value, bloomkit's
+ * decoding beside the Algorithm 6 rule, on a log axis (rates of n probes:
+ * see draw_plots). */
+#define FN_FIGURE(fig_name, fig_title, x_column, x_label, key_place)        \
+  {                                                                         \
+    .name = fig_name, .title = fig_title, .x = x_column, .xlabel = x_label, \
+    .ylabel = "false negative ratio", .key = key_place, .n_series = 4,      \
+    .series = {                                                             \
+      {"p1e-3", "p = 1e-3"},                                                \
+      {"p1e-4", "p = 1e-4"},                                                \
+      {"p1e-5", "p = 1e-5"},                                                \
+      {"p1e-6", "p = 1e-6"}                                                 \
+    }                                                                       \
   }
-
-#define P_SERIES(prefix)                                        \
-  {                                                             \
-    {prefix "p1e-3", "p = 1e-3"}, {prefix "p1e-4", "p = 1e-4"}, \
-        {prefix "p1e-5", "p = 1e-5"}, {                         \
-      prefix "p1e-6", "p = 1e-6"                                \
-    }                                                           \
+#define FP_FIGURE(fig_name, fig_title, x_column, x_label)                   \
+  {                                                                         \
+    .name = fig_name, .title = fig_title, .x = x_column, .xlabel = x_label, \
+    .ylabel = "false positive ratio", .logy = true, .key = "top right",     \
+    .n_series = 6, .zero_at = 1.0, .series = {                              \
+      {"p1e-3", "bloomkit, p = 1e-3"},                                      \
+      {"p1e-4", "bloomkit, p = 1e-4"},                                      \
+      {"paper_rule_p1e-3", "Algorithm 6 rule, p = 1e-3"},                   \
+      {"paper_rule_p1e-4", "Algorithm 6 rule, p = 1e-4"},                   \
+      {"paper_rule_p1e-5", "Algorithm 6 rule, p = 1e-5"},                   \
+      {"paper_rule_p1e-6", "Algorithm 6 rule, p = 1e-6"}                    \
+    }                                                                       \
   }
+#define SHRINK_XLABEL "kBF size / size for p at n"
 
 static const bk_plot_figure plots[] = {
     {.name = "fig2",
@@ -724,64 +737,18 @@ static const bk_plot_figure plots[] = {
      .series = {{"simulated_k10", "simulated, k = 10"},
                 {"paper_k10", "paper's formula, k = 10"},
                 {"own_cell_k10", "own-cell formula, k = 10"}}},
-    {.name = "fig7",
-     .title = "Fig. 7: false negative ratio as m shrinks",
-     .x = "size_factor",
-     .xlabel = "kBF size / size for p at n",
-     .ylabel = "false negative ratio",
-     .key = "top right",
-     .n_series = 4,
-     .series = P_SERIES("")},
-    {.name = "fig8",
-     .title = "Fig. 8: false positive ratio as m shrinks",
-     .x = "size_factor",
-     .xlabel = "kBF size / size for p at n",
-     .ylabel = "false positive ratio",
-     .logy = true,
-     .key = "top right",
-     .n_series = 6,
-     .zero_at = 1.0, /* rates of n probes: see draw_plots */
-     .series = FP_SERIES},
-    {.name = "fig9",
-     .title = "Fig. 9: false positives of deleted keys, "
-              "size m",
-     .x = "batch",
-     .xlabel = "tenths deleted",
-     .ylabel = "false positive ratio",
-     .logy = true,
-     .key = "top right",
-     .n_series = 6,
-     .zero_at = 1.0, /* rates of n probes: see draw_plots */
-     .series = FP_SERIES},
-    {.name = "fig10",
-     .title = "Fig. 10: false positives of deleted keys, "
-              "size m/2",
-     .x = "batch",
-     .xlabel = "tenths deleted",
-     .ylabel = "false positive ratio",
-     .logy = true,
-     .key = "top right",
-     .n_series = 6,
-     .zero_at = 1.0, /* rates of n probes: see draw_plots */
-     .series = FP_SERIES},
-    {.name = "fig11",
-     .title = "Fig. 11: false negatives after updates, "
-              "size m",
-     .x = "batch",
-     .xlabel = "tenths updated",
-     .ylabel = "false negative ratio",
-     .key = "top left",
-     .n_series = 4,
-     .series = P_SERIES("")},
-    {.name = "fig12",
-     .title = "Fig. 12: false negatives after updates, "
-              "size m/2",
-     .x = "batch",
-     .xlabel = "tenths updated",
-     .ylabel = "false negative ratio",
-     .key = "top left",
-     .n_series = 4,
-     .series = P_SERIES("")},
+    FN_FIGURE("fig7", "Fig. 7: false negative ratio as m shrinks",
+              "size_factor", SHRINK_XLABEL, "top right"),
+    FP_FIGURE("fig8", "Fig. 8: false positive ratio as m shrinks",
+              "size_factor", SHRINK_XLABEL),
+    FP_FIGURE("fig9", "Fig. 9: false positives of deleted keys, size m",
+              "batch", "tenths deleted"),
+    FP_FIGURE("fig10", "Fig. 10: false positives of deleted keys, size m/2",
+              "batch", "tenths deleted"),
+    FN_FIGURE("fig11", "Fig. 11: false negatives after updates, size m",
+              "batch", "tenths updated", "top left"),
+    FN_FIGURE("fig12", "Fig. 12: false negatives after updates, size m/2",
+              "batch", "tenths updated", "top left"),
     {.name = "fig13",
      .title = "Fig. 13: false negatives after JOIN",
      .x = "rho",
