@@ -401,9 +401,6 @@ int bk_cli_kbf_acsm(int argc, char **argv) {
 #endif
   if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
   status = run(&o);
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    fprintf(stderr, PROG ": error writing standard output\n");
-    status = 1;
-  }
+  status = bk_cli_flush_output(PROG, status, stdout, stderr);
   return status;
 }

@@ -872,9 +872,6 @@ int bk_cli_kbf_experiments(int argc, char **argv) {
   if (!status) status = run_options(&o, &w);
   if (!status && o.plot_dir) status = draw_plots(&o);
   workload_free(&w);
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    fprintf(stderr, PROG ": error writing standard output\n");
-    status = 1;
-  }
+  status = bk_cli_flush_output(PROG, status, stdout, stderr);
   return status;
 }

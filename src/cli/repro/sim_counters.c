@@ -1224,10 +1224,7 @@ static int sim_counters(int argc, char **argv) {
       (status = check_tables(&o, &fs)))
     return status;
   status = o.sweep ? sweep_and_plot(&o, &fs) : run_once(&o, &fs);
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    fprintf(stderr, PROG ": error writing standard output\n");
-    status = 1;
-  }
+  status = bk_cli_flush_output(PROG, status, stdout, stderr);
   return status;
 }
 
