@@ -152,12 +152,8 @@ static int cmd_count(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
 
 /* CBF.INFO key: name/value pairs. */
 static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
-  RedisModule_AutoMemory(ctx);
-  if (argc != 2) return RedisModule_WrongArity(ctx);
-  bk_cbf *v;
-  if (!bk_rm_open(ctx, &cbf_desc, argv[1], REDISMODULE_READ, NULL, (void **)&v))
-    return REDISMODULE_OK;
-  if (!v) return RedisModule_ReplyWithError(ctx, "ERR no such key");
+  bk_cbf *v = bk_rm_open_info(ctx, &cbf_desc, argv, argc);
+  if (!v) return REDISMODULE_OK;
   bk_cbf_info info;
   bk_status s = bk_cbf_info_get(v, &info);
   if (s != BK_OK)
@@ -192,6 +188,7 @@ static void *cbf_deserialize(const char *buf, size_t len, const char **why) {
   bk_cbf_set_single_writer(v, true);
   return v;
 }
+
 static const bk_rm_command cbf_cmds[] = {
     {"CBF.ADD", cmd_add, "write deny-oom"},
     {"CBF.REM", cmd_rem, "write"},

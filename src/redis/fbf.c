@@ -191,12 +191,8 @@ static int cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv,
 
 /* FBF.INFO key: name/value pairs. */
 static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
-  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
-  if (argc != 2) return RedisModule_WrongArity(ctx);
-  bk_rm_timed *v;
-  if (!bk_rm_open(ctx, &fbf_desc, argv[1], REDISMODULE_READ, NULL, (void **)&v))
-    return REDISMODULE_OK;
-  if (!v) return RedisModule_ReplyWithError(ctx, "ERR no such key");
+  bk_rm_timed *v = bk_rm_open_info(ctx, &fbf_desc, argv, argc);
+  if (!v) return REDISMODULE_OK;
   bk_fbf_info info;
   double fpp = 0;
   bk_status s = bk_fbf_info_get(v->obj, &info);
@@ -237,6 +233,7 @@ static void *fbf_deserialize(const char *buf, size_t len, const char **why) {
   if (s != BK_OK) *why = bk_strerror(s);
   return s == BK_OK ? filter : NULL;
 }
+
 static const bk_rm_command fbf_cmds[] = {
     {"FBF.ADD", cmd_add, "write deny-oom"},
     {"FBF.ADDAT", cmd_addat, "write deny-oom"},

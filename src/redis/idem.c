@@ -150,13 +150,8 @@ static int cmd_get(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
 
 /* IDEM.INFO table: name/value pairs. */
 static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
-  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
-  if (argc != 2) return RedisModule_WrongArity(ctx);
-  bk_rm_timed *v;
-  if (!bk_rm_open(ctx, &idem_desc, argv[1], REDISMODULE_READ, NULL,
-                  (void **)&v))
-    return REDISMODULE_OK;
-  if (!v) return RedisModule_ReplyWithError(ctx, "ERR no such key");
+  bk_rm_timed *v = bk_rm_open_info(ctx, &idem_desc, argv, argc);
+  if (!v) return REDISMODULE_OK;
   bk_idem_info info;
   bk_status s = bk_idem_info_get(v->obj, &info);
   if (s != BK_OK)

@@ -149,10 +149,11 @@ typedef struct bk_rm_type {
   void (*destroy)(void *obj);
 
   /* RESERVE key <positional...> [options...] [AT now_ms]: the parameters
-   * in the order RESERVE is replicated with (positional ones first),
-   * their values on first use (defaults), and the structure they make at
-   * `now`. pairs: every option takes a value, so an odd argument count is
-   * a wrong arity. options_hint: the reply to an unknown option. */
+   * in the order RESERVE is replicated with (positional ones first); their
+   * values on first use, which are also RESERVE's before its arguments
+   * (defaults); and the structure they make at `now` (create). pairs:
+   * every option takes a value, so an odd argument count is a wrong
+   * arity. options_hint: the reply to an unknown option. */
   const bk_rm_param_spec *params;
   size_t n_params;
   bool pairs;
@@ -199,6 +200,12 @@ bool bk_rm_open(RedisModuleCtx *ctx, const bk_rm_type *t,
  * or NULL after replying an error. */
 void *bk_rm_open_write(RedisModuleCtx *ctx, const bk_rm_type *t,
                        RedisModuleString *name, const uint64_t *at);
+
+/* <TYPE>.INFO key: the value at key, or NULL after replying an error
+ * (wrong arity, WRONGTYPE, "ERR no such key"). Turns on the context's
+ * automatic memory, as every command does. */
+void *bk_rm_open_info(RedisModuleCtx *ctx, const bk_rm_type *t,
+                      RedisModuleString **argv, int argc);
 
 /* One name/value pair of an INFO reply: text, or the number n when text
  * is NULL. */

@@ -38,6 +38,19 @@ bool bk_rm_open(RedisModuleCtx *ctx, const bk_rm_type *t,
   return true;
 }
 
+void *bk_rm_open_info(RedisModuleCtx *ctx, const bk_rm_type *t,
+                      RedisModuleString **argv, int argc) {
+  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
+  if (argc != 2) {
+    RedisModule_WrongArity(ctx);
+    return NULL;
+  }
+  void *value;
+  if (!bk_rm_open(ctx, t, argv[1], REDISMODULE_READ, NULL, &value)) return NULL;
+  if (!value) RedisModule_ReplyWithError(ctx, "ERR no such key");
+  return value;
+}
+
 int bk_rm_reply_fields(RedisModuleCtx *ctx, const bk_rm_field *fields,
                        size_t n) {
   RedisModule_ReplyWithArray(ctx, (long)(2 * n));
@@ -186,19 +199,18 @@ void *bk_rm_open_write(RedisModuleCtx *ctx, const bk_rm_type *t,
 int bk_rm_cmd_reserve(const bk_rm_type *t, RedisModuleCtx *ctx,
                       RedisModuleString **argv, int argc) {
   RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
-  int first_option = 2, min_argc = 2;
-  for (size_t i = 0; i < t->n_params; i++) {
-    if (!t->params[i].keyword) first_option++;
+  int min_argc = 2; /* the command, the key, the positional parameters
+                     * and the required options with their values */
+  for (size_t i = 0; i < t->n_params; i++)
     min_argc += !t->params[i].keyword ? 1 : t->params[i].required ? 2 : 0;
-  }
   if (argc < min_argc || (t->pairs && argc % 2))
     return RedisModule_WrongArity(ctx);
   bk_rm_param params[BK_RM_MAX_PARAMS];
-  bool given[BK_RM_MAX_PARAMS] = {false};
+  bool given[BK_RM_MAX_PARAMS] = {false}; /* options given a value */
   t->defaults(params);
-  int arg = 2;
+  int first_option = 2;
   for (size_t i = 0; i < t->n_params && !t->params[i].keyword; i++)
-    if (!parse_param(&t->params[i], argv[arg++], &params[i]))
+    if (!parse_param(&t->params[i], argv[first_option++], &params[i]))
       return bk_rm_arg_error(ctx, t->params[i].name, t->params[i].what);
   bool have_at = false;
   uint64_t at = 0;
