@@ -76,8 +76,8 @@ uint64_t bk_rm_clock(uint64_t last);
  * free), <TYPE>.RESERVE (parsing, creation, replication), <TYPE>.LOAD,
  * opening a key of the type and creating a value on first use.
  *
- * A value of a type with a clock (advance != NULL) is a bk_rm_timed: the
- * structure and the latest time it was advanced to. A value of a type
+ * A value of a type with a clock (structure.advance != NULL) is a bk_rm_timed:
+ * the structure and the latest time it was advanced to. A value of a type
  * without one is the structure itself. */
 
 typedef struct bk_rm_timed {
@@ -126,18 +126,22 @@ typedef struct bk_rm_command {
   const char *flags;
 } bk_rm_command;
 
-typedef struct bk_rm_type {
-  const char *type_name;   /* the RDB type name: exactly 9 characters */
-  const char *name;        /* in log lines: "IDEM table", "FBF", "CBF" */
-  const char *aof_name;    /* in the AOF log line: "IDEM table", "an FBF" */
-  const char *noun;        /* in replies: "cannot create the <noun>" */
-  const char *reserve_cmd; /* "FBF.RESERVE" */
-  const char *load_cmd;    /* "FBF.LOAD": what the AOF rewrite emits */
+/* The type's names. */
+typedef struct bk_rm_names {
+  const char *type;    /* the RDB type name: exactly 9 characters */
+  const char *log;     /* in log lines: "IDEM table", "FBF", "CBF" */
+  const char *aof_log; /* in the AOF log line: "IDEM table", "an FBF" */
+  const char *noun;    /* in replies: "cannot create the <noun>" */
+  const char *reserve; /* "FBF.RESERVE" */
+  const char *load;    /* "FBF.LOAD": what the AOF rewrite emits */
+} bk_rm_names;
 
-  /* The structure. advance: NULL for a type without a clock (then neither
-   * RDB nor the AOF command nor the digest carries one, and RESERVE takes
-   * no AT). memory: what MEMORY USAGE counts besides the bk_rm_timed;
-   * NULL for the serialized size (O(1), and it tracks the memory held). */
+/* The structure a value holds. advance: NULL for a type without a clock
+ * (then neither RDB nor the AOF command nor the digest carries one, and
+ * RESERVE takes no AT). memory: what MEMORY USAGE counts besides the
+ * bk_rm_timed; NULL for the serialized size (O(1), and it tracks the
+ * memory held). */
+typedef struct bk_rm_structure {
   bk_status (*advance)(void *obj, uint64_t now);
   bk_status (*serialized_size)(const void *obj, size_t *size);
   bk_status (*serialize)(const void *obj, void *buf, size_t cap,
@@ -147,23 +151,31 @@ typedef struct bk_rm_type {
   void *(*deserialize)(const char *buf, size_t len, const char **why);
   size_t (*memory)(const void *obj);
   void (*destroy)(void *obj);
+} bk_rm_structure;
 
-  /* RESERVE key <positional...> [options...] [AT now_ms]: the parameters
-   * in the order RESERVE is replicated with (positional ones first); their
-   * values on first use, which are also RESERVE's before its arguments
-   * (defaults); and the structure they make at `now` (create). pairs:
-   * every option takes a value, so an odd argument count is a wrong
-   * arity. options_hint: the reply to an unknown option. */
+/* RESERVE key <positional...> [options...] [AT now_ms]. */
+typedef struct bk_rm_reserve {
+  /* The parameters in the order RESERVE is replicated with (positional
+   * ones first). */
   const bk_rm_param_spec *params;
   size_t n_params;
+  /* Every option takes a value, so an odd argument count is a wrong
+   * arity. */
   bool pairs;
-  const char *options_hint;
+  const char *options_hint; /* the reply to an unknown option */
+  /* The values on first use, which are also RESERVE's before its
+   * arguments. */
   void (*defaults)(bk_rm_param *params);
+  /* The structure the values make at `now`. */
   bk_status (*create)(const bk_rm_param *params, uint64_t now, void **obj);
+} bk_rm_reserve;
 
+typedef struct bk_rm_type {
+  bk_rm_names names;
+  bk_rm_structure structure;
+  bk_rm_reserve reserve;
   const bk_rm_command *cmds; /* registered between RESERVE and LOAD */
   size_t n_cmds;
-
   RedisModuleType *handle; /* set by bk_rm_register */
 } bk_rm_type;
 

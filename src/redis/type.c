@@ -65,13 +65,14 @@ int bk_rm_reply_fields(RedisModuleCtx *ctx, const bk_rm_field *fields,
 }
 
 static void *obj_of(const bk_rm_type *t, const void *value) {
-  return t->advance ? ((const bk_rm_timed *)value)->obj : (void *)value;
+  return t->structure.advance ? ((const bk_rm_timed *)value)->obj
+                              : (void *)value;
 }
 
 /* The value holding obj at time now (for a type with a clock, a new
  * bk_rm_timed); NULL when out of memory (obj is then still the caller's). */
 static void *value_of(const bk_rm_type *t, void *obj, uint64_t now) {
-  if (!t->advance) return obj;
+  if (!t->structure.advance) return obj;
   bk_rm_timed *v = RedisModule_TryAlloc(sizeof *v);
   if (!v) return NULL;
   v->obj = obj;
@@ -81,8 +82,8 @@ static void *value_of(const bk_rm_type *t, void *obj, uint64_t now) {
 
 void bk_rm_free(const bk_rm_type *t, void *value) {
   if (!value) return;
-  t->destroy(obj_of(t, value));
-  if (t->advance) RedisModule_Free(value);
+  t->structure.destroy(obj_of(t, value));
+  if (t->structure.advance) RedisModule_Free(value);
 }
 
 /* ---- RESERVE --------------------------------------------------------------
@@ -116,8 +117,8 @@ static void replicate_reserve(RedisModuleCtx *ctx, const bk_rm_type *t,
                               const bk_rm_param *params, uint64_t now) {
   RedisModuleString *args[2 * BK_RM_MAX_PARAMS + 2];
   size_t n = 0;
-  for (size_t i = 0; i < t->n_params; i++) {
-    const bk_rm_param_spec *p = &t->params[i];
+  for (size_t i = 0; i < t->reserve.n_params; i++) {
+    const bk_rm_param_spec *p = &t->reserve.params[i];
     if (p->kind == BK_RM_FLAG && !params[i].n) continue;
     if (p->keyword)
       args[n++] = RedisModule_CreateString(ctx, p->keyword, strlen(p->keyword));
@@ -130,11 +131,11 @@ static void replicate_reserve(RedisModuleCtx *ctx, const bk_rm_type *t,
       args[n++] = RedisModule_CreateString(ctx, p->choices[params[i].n],
                                            strlen(p->choices[params[i].n]));
   }
-  if (t->advance) {
+  if (t->structure.advance) {
     args[n++] = RedisModule_CreateString(ctx, "AT", 2);
     args[n++] = RedisModule_CreateStringFromLongLong(ctx, (long long)now);
   }
-  RedisModule_Replicate(ctx, t->reserve_cmd, "sv", name, args, n);
+  RedisModule_Replicate(ctx, t->names.reserve, "sv", name, args, n);
   for (size_t i = 0; i < n; i++) RedisModule_FreeString(ctx, args[i]);
 }
 
@@ -144,18 +145,18 @@ static void *create_at(RedisModuleCtx *ctx, const bk_rm_type *t,
                        RedisModuleKey *key, RedisModuleString *name,
                        const bk_rm_param *params, uint64_t now) {
   void *obj = NULL;
-  bk_status s = t->create(params, now, &obj);
+  bk_status s = t->reserve.create(params, now, &obj);
   void *value = NULL;
   if (s == BK_OK) {
     value = value_of(t, obj, now);
     if (!value) {
-      t->destroy(obj);
+      t->structure.destroy(obj);
       s = BK_ENOMEM;
     }
   }
   if (s != BK_OK) {
     char what[64];
-    snprintf(what, sizeof what, "cannot create the %s", t->noun);
+    snprintf(what, sizeof what, "cannot create the %s", t->names.noun);
     bk_rm_reply_status(ctx, s, what);
     return NULL;
   }
@@ -172,22 +173,22 @@ void *bk_rm_open_write(RedisModuleCtx *ctx, const bk_rm_type *t,
                   &value))
     return NULL;
   uint64_t now = 0;
-  if (t->advance) {
+  if (t->structure.advance) {
     uint64_t last = value ? ((bk_rm_timed *)value)->now : 0;
     now = at ? (*at > last ? *at : last) : bk_rm_clock(last);
   }
   if (!value) {
     bk_rm_param params[BK_RM_MAX_PARAMS];
-    t->defaults(params);
+    t->reserve.defaults(params);
     value = create_at(ctx, t, key, name, params, now);
     if (!value) return NULL;
   }
-  if (t->advance) {
+  if (t->structure.advance) {
     bk_rm_timed *v = value;
-    bk_status s = t->advance(v->obj, now);
+    bk_status s = t->structure.advance(v->obj, now);
     if (s != BK_OK) {
       char what[64];
-      snprintf(what, sizeof what, "cannot advance the %s", t->noun);
+      snprintf(what, sizeof what, "cannot advance the %s", t->names.noun);
       bk_rm_reply_status(ctx, s, what);
       return NULL;
     }
@@ -201,49 +202,56 @@ int bk_rm_cmd_reserve(const bk_rm_type *t, RedisModuleCtx *ctx,
   RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
   int min_argc = 2; /* the command, the key, the positional parameters
                      * and the required options with their values */
-  for (size_t i = 0; i < t->n_params; i++)
-    min_argc += !t->params[i].keyword ? 1 : t->params[i].required ? 2 : 0;
-  if (argc < min_argc || (t->pairs && argc % 2))
+  for (size_t i = 0; i < t->reserve.n_params; i++)
+    min_argc += !t->reserve.params[i].keyword   ? 1
+                : t->reserve.params[i].required ? 2
+                                                : 0;
+  if (argc < min_argc || (t->reserve.pairs && argc % 2))
     return RedisModule_WrongArity(ctx);
   bk_rm_param params[BK_RM_MAX_PARAMS];
   bool given[BK_RM_MAX_PARAMS] = {false}; /* options given a value */
-  t->defaults(params);
+  t->reserve.defaults(params);
   int first_option = 2;
-  for (size_t i = 0; i < t->n_params && !t->params[i].keyword; i++)
-    if (!parse_param(&t->params[i], argv[first_option++], &params[i]))
-      return bk_rm_arg_error(ctx, t->params[i].name, t->params[i].what);
+  for (size_t i = 0; i < t->reserve.n_params && !t->reserve.params[i].keyword;
+       i++)
+    if (!parse_param(&t->reserve.params[i], argv[first_option++], &params[i]))
+      return bk_rm_arg_error(ctx, t->reserve.params[i].name,
+                             t->reserve.params[i].what);
   bool have_at = false;
   uint64_t at = 0;
   for (int i = first_option; i < argc; i++) {
     size_t o = 0;
-    while (o < t->n_params &&
-           !(t->params[o].keyword && bk_rm_is(argv[i], t->params[o].keyword)))
+    while (o < t->reserve.n_params &&
+           !(t->reserve.params[o].keyword &&
+             bk_rm_is(argv[i], t->reserve.params[o].keyword)))
       o++;
-    const bk_rm_param_spec *p = o < t->n_params ? &t->params[o] : NULL;
+    const bk_rm_param_spec *p =
+        o < t->reserve.n_params ? &t->reserve.params[o] : NULL;
     if (p && p->kind == BK_RM_FLAG) {
       params[o].n = 1;
     } else if (p && i + 1 < argc) {
       if (!parse_param(p, argv[++i], &params[o]))
         return bk_rm_arg_error(ctx, p->name, p->what);
       given[o] = true;
-    } else if (t->advance && bk_rm_is(argv[i], "AT") && i + 1 < argc) {
+    } else if (t->structure.advance && bk_rm_is(argv[i], "AT") &&
+               i + 1 < argc) {
       if (!bk_rm_parse_u64(argv[++i], 0, UINT64_MAX >> 1, &at))
         return bk_rm_arg_error(ctx, "AT", "must be a time in ms >= 0");
       have_at = true;
     } else {
-      return bk_rm_arg_error(ctx, "option", t->options_hint);
+      return bk_rm_arg_error(ctx, "option", t->reserve.options_hint);
     }
   }
-  for (size_t o = 0; o < t->n_params; o++)
-    if (t->params[o].required && !given[o])
-      return bk_rm_arg_error(ctx, t->params[o].name, "is required");
+  for (size_t o = 0; o < t->reserve.n_params; o++)
+    if (t->reserve.params[o].required && !given[o])
+      return bk_rm_arg_error(ctx, t->reserve.params[o].name, "is required");
   RedisModuleKey *key;
   void *value;
   if (!bk_rm_open(ctx, t, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key,
                   &value))
     return REDISMODULE_OK;
   if (value) return RedisModule_ReplyWithError(ctx, "ERR key exists");
-  uint64_t now = !t->advance ? 0 : have_at ? at : bk_rm_clock(0);
+  uint64_t now = !t->structure.advance ? 0 : have_at ? at : bk_rm_clock(0);
   if (!create_at(ctx, t, key, argv[1], params, now)) return REDISMODULE_OK;
   return RedisModule_ReplyWithSimpleString(ctx, "OK");
 }
@@ -257,10 +265,10 @@ int bk_rm_cmd_reserve(const bk_rm_type *t, RedisModuleCtx *ctx,
 static char *blob_of(const bk_rm_type *t, const void *value, size_t *len) {
   const void *obj = obj_of(t, value);
   size_t size;
-  if (t->serialized_size(obj, &size) != BK_OK) return NULL;
+  if (t->structure.serialized_size(obj, &size) != BK_OK) return NULL;
   char *buf = RedisModule_Alloc(size);
   size_t written;
-  if (t->serialize(obj, buf, size, &written) != BK_OK) {
+  if (t->structure.serialize(obj, buf, size, &written) != BK_OK) {
     RedisModule_Free(buf);
     return NULL;
   }
@@ -269,7 +277,7 @@ static char *blob_of(const bk_rm_type *t, const void *value, size_t *len) {
 }
 
 static uint64_t clock_of(const bk_rm_type *t, const void *value) {
-  return t->advance ? ((const bk_rm_timed *)value)->now : 0;
+  return t->structure.advance ? ((const bk_rm_timed *)value)->now : 0;
 }
 
 #define WHY_SIZE 128
@@ -280,20 +288,20 @@ static uint64_t clock_of(const bk_rm_type *t, const void *value) {
 static void *value_from_blob(const bk_rm_type *t, const char *buf, size_t len,
                              uint64_t now, char *why) {
   const char *reason = NULL;
-  void *obj = t->deserialize(buf, len, &reason);
+  void *obj = t->structure.deserialize(buf, len, &reason);
   if (!obj) {
     snprintf(why, WHY_SIZE, "%s", reason);
     return NULL;
   }
-  if (t->advance && t->advance(obj, now) != BK_OK) {
-    snprintf(why, WHY_SIZE, "the clock is behind the %s's", t->noun);
-    t->destroy(obj);
+  if (t->structure.advance && t->structure.advance(obj, now) != BK_OK) {
+    snprintf(why, WHY_SIZE, "the clock is behind the %s's", t->names.noun);
+    t->structure.destroy(obj);
     return NULL;
   }
   void *value = value_of(t, obj, now);
   if (!value) {
     snprintf(why, WHY_SIZE, "out of memory");
-    t->destroy(obj);
+    t->structure.destroy(obj);
   }
   return value;
 }
@@ -303,11 +311,11 @@ void *bk_rm_rdb_load(const bk_rm_type *t, RedisModuleIO *io, int encver) {
     RedisModule_LogIOError(io, "warning",
                            "bloomkit: %s encoding version %d is not one this "
                            "module reads (%d)",
-                           t->name, encver, BK_RM_ENCVER);
+                           t->names.log, encver, BK_RM_ENCVER);
     return NULL;
   }
   uint64_t now = 0;
-  if (t->advance) {
+  if (t->structure.advance) {
     now = RedisModule_LoadUnsigned(io);
     if (RedisModule_IsIOError(io)) return NULL;
   }
@@ -322,14 +330,14 @@ void *bk_rm_rdb_load(const bk_rm_type *t, RedisModuleIO *io, int encver) {
   RedisModule_Free(buf);
   if (!v)
     RedisModule_LogIOError(io, "warning", "bloomkit: refusing a corrupt %s: %s",
-                           t->name, why);
+                           t->names.log, why);
   return v;
 }
 
 void bk_rm_rdb_save(const bk_rm_type *t, RedisModuleIO *io, const void *value) {
   size_t len = 0;
   char *buf = blob_of(t, value, &len);
-  if (t->advance) RedisModule_SaveUnsigned(io, clock_of(t, value));
+  if (t->structure.advance) RedisModule_SaveUnsigned(io, clock_of(t, value));
   /* Serialization cannot fail for a valid value with the buffer sized by
    * serialized_size; an empty string would fail the load loudly. */
   RedisModule_SaveStringBuffer(io, buf ? buf : "", buf ? len : 0);
@@ -345,25 +353,25 @@ void bk_rm_aof_rewrite(const bk_rm_type *t, RedisModuleIO *aof,
   if (!buf) {
     RedisModule_LogIOError(aof, "warning",
                            "bloomkit: cannot serialize %s for the AOF",
-                           t->aof_name);
+                           t->names.aof_log);
     return;
   }
-  if (t->advance)
-    RedisModule_EmitAOF(aof, t->load_cmd, "slb", key,
+  if (t->structure.advance)
+    RedisModule_EmitAOF(aof, t->names.load, "slb", key,
                         (long long)clock_of(t, value), buf, len);
   else
-    RedisModule_EmitAOF(aof, t->load_cmd, "sb", key, buf, len);
+    RedisModule_EmitAOF(aof, t->names.load, "sb", key, buf, len);
   RedisModule_Free(buf);
 }
 
 size_t bk_rm_mem_usage(const bk_rm_type *t, const void *value) {
   const void *obj = obj_of(t, value);
   size_t size = 0;
-  if (t->memory)
-    size = t->memory(obj);
-  else if (t->serialized_size(obj, &size) != BK_OK)
+  if (t->structure.memory)
+    size = t->structure.memory(obj);
+  else if (t->structure.serialized_size(obj, &size) != BK_OK)
     size = 0;
-  return (t->advance ? sizeof(bk_rm_timed) : 0) + size;
+  return (t->structure.advance ? sizeof(bk_rm_timed) : 0) + size;
 }
 
 void bk_rm_digest(const bk_rm_type *t, RedisModuleDigest *md,
@@ -374,7 +382,7 @@ void bk_rm_digest(const bk_rm_type *t, RedisModuleDigest *md,
     RedisModule_DigestAddStringBuffer(md, buf, len);
     RedisModule_Free(buf);
   }
-  if (t->advance)
+  if (t->structure.advance)
     RedisModule_DigestAddLongLong(md, (long long)clock_of(t, value));
   RedisModule_DigestEndSequence(md);
 }
@@ -382,9 +390,11 @@ void bk_rm_digest(const bk_rm_type *t, RedisModuleDigest *md,
 int bk_rm_cmd_load(const bk_rm_type *t, RedisModuleCtx *ctx,
                    RedisModuleString **argv, int argc) {
   RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
-  if (argc != (t->advance ? 4 : 3)) return RedisModule_WrongArity(ctx);
+  if (argc != (t->structure.advance ? 4 : 3))
+    return RedisModule_WrongArity(ctx);
   uint64_t now = 0;
-  if (t->advance && !bk_rm_parse_u64(argv[2], 0, UINT64_MAX >> 1, &now))
+  if (t->structure.advance &&
+      !bk_rm_parse_u64(argv[2], 0, UINT64_MAX >> 1, &now))
     return bk_rm_arg_error(ctx, "now_ms", "must be a time in ms >= 0");
   size_t len;
   const char *buf = RedisModule_StringPtrLen(argv[argc - 1], &len);
@@ -407,17 +417,17 @@ int bk_rm_cmd_load(const bk_rm_type *t, RedisModuleCtx *ctx,
 int bk_rm_register(RedisModuleCtx *ctx, bk_rm_type *t,
                    const RedisModuleTypeMethods *methods,
                    RedisModuleCmdFunc reserve, RedisModuleCmdFunc load) {
-  if (t->n_params > BK_RM_MAX_PARAMS) return REDISMODULE_ERR;
+  if (t->reserve.n_params > BK_RM_MAX_PARAMS) return REDISMODULE_ERR;
   RedisModuleTypeMethods m = *methods;
-  t->handle = RedisModule_CreateDataType(ctx, t->type_name, BK_RM_ENCVER, &m);
+  t->handle = RedisModule_CreateDataType(ctx, t->names.type, BK_RM_ENCVER, &m);
   if (!t->handle) return REDISMODULE_ERR;
-  if (RedisModule_CreateCommand(ctx, t->reserve_cmd, reserve, "write deny-oom",
-                                1, 1, 1) == REDISMODULE_ERR)
+  if (RedisModule_CreateCommand(ctx, t->names.reserve, reserve,
+                                "write deny-oom", 1, 1, 1) == REDISMODULE_ERR)
     return REDISMODULE_ERR;
   for (size_t i = 0; i < t->n_cmds; i++)
     if (RedisModule_CreateCommand(ctx, t->cmds[i].name, t->cmds[i].fn,
                                   t->cmds[i].flags, 1, 1, 1) == REDISMODULE_ERR)
       return REDISMODULE_ERR;
-  return RedisModule_CreateCommand(ctx, t->load_cmd, load, "write deny-oom", 1,
-                                   1, 1);
+  return RedisModule_CreateCommand(ctx, t->names.load, load, "write deny-oom",
+                                   1, 1, 1);
 }
