@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Test helpers: the counting, failure-injecting allocator and seed handling.
+ * Test helpers: the counting, failure-injecting allocator, seed handling,
+ * the start of every main, and wall-clock time.
  * Each block carries a 16-byte header holding its size so frees can be
  * accounted without a lookup table.
  */
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define HDR 16u
 
@@ -80,6 +82,24 @@ uint64_t bk_test_seed(uint64_t fallback) {
     printed = 1;
   }
   return seed;
+}
+
+void bk_test_begin(uint64_t seed_fallback) {
+  (void)bk_test_seed(seed_fallback); /* prints the seed banner once */
+  const char *filter = getenv("BK_TEST_FILTER");
+  if (filter && *filter) cmocka_set_test_filter(filter);
+}
+
+double bk_test_now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void bk_test_sleep_ms(unsigned ms) {
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
 }
 
 void bk_test_spin_wait(bk_test_spin_barrier *b) {

@@ -42,6 +42,16 @@ static inline uint64_t bk_test_next(uint64_t *state) {
  * a failing run can be reproduced. */
 uint64_t bk_test_seed(uint64_t fallback);
 
+/* The start of every test program's main: prints the seed banner (the seed
+ * from BK_TEST_SEED, else `seed_fallback`) and applies BK_TEST_FILTER (a
+ * cmocka glob) when set, so a subset can run. */
+void bk_test_begin(uint64_t seed_fallback);
+
+/* Monotonic wall time in seconds, and a sleep of `ms` milliseconds that
+ * resumes after signals. */
+double bk_test_now_seconds(void);
+void bk_test_sleep_ms(unsigned ms);
+
 /* ---- the codec hostile-input harness (codec_harness.c) -------------------
  * The codec descriptors (bk_test_codec_<type>) and bk_test_reseal come from
  * codecs.h. */
