@@ -11,26 +11,14 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <math.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "testutil.h"
 
 #include "bloomkit/fbf.h"
 #include "bloomkit/hash.h"
-#include "bloomkit/params.h"
 #include "core/internal.h"
-#include "fbf/fbf_internal.h"
 
 #include "fbf_helpers.h"
 
