@@ -14,12 +14,8 @@ uint64_t bloom_test_seed(uint64_t salt) {
   return bk_test_seed(BLOOM_SEED_FALLBACK) ^ salt;
 }
 
-bk_bloom *bloom_make(const bk_bloom_config *cfg) {
-  bk_bloom *b = NULL;
-  assert_bk_ok(bk_bloom_create(&b, cfg));
-  assert_non_null(b);
-  return b;
-}
+BK_TEST_DEFINE_MAKE(bloom, )
+BK_TEST_DEFINE_BLOB_OF(bloom, )
 
 bk_bloom *bloom_make_mk(uint64_t m, unsigned k, bk_bloom_layout layout,
                         bk_hash_alg alg, uint64_t seed) {
@@ -40,10 +36,6 @@ bool bloom_has_u64(const bk_bloom *b, uint64_t v) {
   bk__store_le64(kb, v);
   assert_bk_ok(bk_bloom_contains(b, kb, sizeof kb, &out));
   return out;
-}
-
-unsigned char *bloom_blob_of(const bk_bloom *b, size_t *len) {
-  return bk_test_serialize(&bk_test_codec_bloom, b, len);
 }
 
 uint64_t bloom_popcount_payload(const unsigned char *blob, size_t len) {

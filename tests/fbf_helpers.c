@@ -16,27 +16,10 @@ uint64_t fbf_test_seed(uint64_t salt) {
   return bk_test_seed(FBF_SEED_FALLBACK) ^ salt;
 }
 
-bk_fbf *fbf_make(const bk_fbf_config *cfg) {
-  bk_fbf *f = NULL;
-  bk_status s = bk_fbf_create(&f, cfg);
-  if (s != BK_OK) fail_msg("bk_fbf_create: %s", bk_status_name(s));
-  assert_non_null(f);
-  return f;
-}
-
-bk_hash fbf_hash_id(const bk_fbf *f, uint64_t id) {
-  unsigned char kb[8];
-  bk_hash h;
-  bk__store_le64(kb, id);
-  assert_bk_ok(bk_fbf_hash(f, kb, sizeof kb, &h));
-  return h;
-}
-
-bool fbf_has(const bk_fbf *f, bk_hash h) {
-  bool out = false;
-  assert_bk_ok(bk_fbf_contains_hash(f, h, &out));
-  return out;
-}
+BK_TEST_DEFINE_MAKE(fbf, )
+BK_TEST_DEFINE_INFO_OF(fbf, )
+BK_TEST_DEFINE_BLOB_OF(fbf, )
+BK_TEST_DEFINE_HASH_SET(fbf, )
 
 bool fbf_has_with(const bk_fbf *f, bk_hash h, bk_fbf_check check) {
   bool out = false;
@@ -52,23 +35,11 @@ bool fbf_has_id(const bk_fbf *f, uint64_t id) {
   return out;
 }
 
-bool fbf_add_new(bk_fbf *f, bk_hash h) {
-  bool added = false;
-  assert_bk_ok(bk_fbf_add_if_absent_hash(f, h, &added));
-  return added;
-}
-
 void fbf_advance(bk_fbf *f, uint64_t now) {
   bk_status s = bk_fbf_advance(f, now);
   if (s != BK_OK)
     fail_msg("bk_fbf_advance(%llu): %s", (unsigned long long)now,
              bk_status_name(s));
-}
-
-bk_fbf_info fbf_info_of(const bk_fbf *f) {
-  bk_fbf_info in;
-  assert_bk_ok(bk_fbf_info_get(f, &in));
-  return in;
 }
 
 double fbf_est_of(const bk_fbf *f, bk_fbf_check check) {
@@ -81,10 +52,6 @@ double fbf_eq43_of(const bk_fbf *f, bk_fbf_check check) {
   double p = -1.0;
   assert_bk_ok(bk_fbf_estimated_fpp_eq43(f, check, &p));
   return p;
-}
-
-unsigned char *fbf_blob_of(const bk_fbf *f, size_t *len) {
-  return bk_test_serialize(&bk_test_codec_fbf, f, len);
 }
 
 /* ---- the models --------------------------------------------------------- */

@@ -87,9 +87,7 @@ bk_idem_info idem_info_of(const bk_idem *t) {
   return in;
 }
 
-unsigned char *idem_blob_of(const bk_idem *t, size_t *len) {
-  return bk_test_serialize(&bk_test_codec_idem, t, len);
-}
+BK_TEST_DEFINE_BLOB_OF(idem, )
 
 size_t key_of(uint64_t i, unsigned char *buf) {
   static const struct {

@@ -170,11 +170,7 @@ static void assert_same_info(const bk_fbf_info *a, const bk_fbf_info *b) {
 
 static bk_fbf *restore(const unsigned char *blob, size_t len,
                        const bk_allocator *al) {
-  bk_fbf *g = SENTINEL;
-  bk_status s = bk_fbf_deserialize(blob, len, al, &g);
-  if (s != BK_OK) fail_msg("deserialize: %s", bk_status_name(s));
-  assert_true(g != SENTINEL && g != NULL);
-  return g;
+  return bk_test_restore(&bk_test_codec_fbf, blob, len, al);
 }
 
 /*

@@ -30,11 +30,7 @@ static bk_status try_load(const unsigned char *buf, size_t len, bk_idem **out) {
 
 static bk_idem *restore(const unsigned char *buf, size_t len,
                         const bk_allocator *al) {
-  bk_idem *r = SENTINEL;
-  bk_status s = bk_idem_deserialize(buf, len, al, &r);
-  if (s != BK_OK) fail_msg("bk_idem_deserialize: %s", bk_status_name(s));
-  assert_true(r != NULL && r != SENTINEL);
-  return r;
+  return bk_test_restore(&bk_test_codec_idem, buf, len, al);
 }
 
 static model model_copy(const model *src) {

@@ -102,6 +102,16 @@ void bk_test_sleep_ms(unsigned ms) {
   }
 }
 
+void *bk_test_restore(const bk_test_codec *c, const unsigned char *blob,
+                      size_t len, const bk_allocator *al) {
+  static char untouched;
+  void *obj = &untouched;
+  bk_status s = c->deserialize(blob, len, al, &obj);
+  if (s != BK_OK) fail_msg("deserialize %s: %s", c->name, bk_status_name(s));
+  assert_true(obj != NULL && obj != (void *)&untouched);
+  return obj;
+}
+
 void bk_test_spin_wait(bk_test_spin_barrier *b) {
   unsigned gen = atomic_load(&b->generation);
   if (atomic_fetch_add(&b->arrived, 1) == 1) {

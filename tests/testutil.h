@@ -113,6 +113,66 @@ void bk_test_codec_expect_edit(const bk_test_codec *c,
                                size_t off, unsigned width, uint64_t value,
                                bk_status want, const char *what);
 
+/* ---- the per-type one-liners ---------------------------------------------
+ * Every type's tests want the same few calls that must succeed, so they are
+ * written once here and stamped out per type: BK_TEST_DEFINE_MAKE(rbf,
+ * static) defines `static bk_rbf *rbf_make(const bk_rbf_config *)`.
+ * `linkage` is `static` in a test program, or empty in a helper file whose
+ * header declares the functions (tests/fbf_helpers.c). Each fails the test
+ * on any status other than BK_OK. */
+
+/* T_make: bk_<T>_create that must succeed. */
+#define BK_TEST_DEFINE_MAKE(T, linkage)                                  \
+  linkage bk_##T *T##_make(const bk_##T##_config *cfg) {                 \
+    bk_##T *obj = NULL;                                                  \
+    bk_status s = bk_##T##_create(&obj, cfg);                            \
+    if (s != BK_OK) fail_msg("bk_" #T "_create: %s", bk_status_name(s)); \
+    assert_non_null(obj);                                                \
+    return obj;                                                          \
+  }
+
+/* T_info_of: bk_<T>_info_get that must succeed. */
+#define BK_TEST_DEFINE_INFO_OF(T, linkage)               \
+  linkage bk_##T##_info T##_info_of(const bk_##T *obj) { \
+    bk_##T##_info in;                                    \
+    assert_bk_ok(bk_##T##_info_get(obj, &in));           \
+    return in;                                           \
+  }
+
+/* T_blob_of: obj serialized into an exact-size malloc'd blob through the
+ * type's codec (codecs.h; the caller frees it). */
+#define BK_TEST_DEFINE_BLOB_OF(T, linkage)                             \
+  linkage unsigned char *T##_blob_of(const bk_##T *obj, size_t *len) { \
+    return bk_test_serialize(&bk_test_codec_##T, obj, len);            \
+  }
+
+/* For the set types: T_hash_id (the digest of id as 8 little-endian bytes),
+ * T_has (contains_hash) and T_add_new (add_if_absent_hash: true when the
+ * element was new and is now added). */
+#define BK_TEST_DEFINE_HASH_SET(T, linkage)                                  \
+  linkage bk_hash T##_hash_id(const bk_##T *obj, uint64_t id) {              \
+    unsigned char kb[8];                                                     \
+    bk_hash h;                                                               \
+    for (unsigned i = 0; i < 8; i++) kb[i] = (unsigned char)(id >> (8 * i)); \
+    assert_bk_ok(bk_##T##_hash(obj, kb, sizeof kb, &h));                     \
+    return h;                                                                \
+  }                                                                          \
+  linkage bool T##_has(const bk_##T *obj, bk_hash h) {                       \
+    bool out = false;                                                        \
+    assert_bk_ok(bk_##T##_contains_hash(obj, h, &out));                      \
+    return out;                                                              \
+  }                                                                          \
+  linkage bool T##_add_new(bk_##T *obj, bk_hash h) {                         \
+    bool added = false;                                                      \
+    assert_bk_ok(bk_##T##_add_if_absent_hash(obj, h, &added));               \
+    return added;                                                            \
+  }
+
+/* Deserialize blob[0, len) through the codec with `al` (NULL: libc); fails
+ * the test unless it loads and sets the out-parameter. */
+void *bk_test_restore(const bk_test_codec *c, const unsigned char *blob,
+                      size_t len, const bk_allocator *al);
+
 /* Sanitizer and unoptimised builds run the heavy tests with less work. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
     !defined(__OPTIMIZE__)
