@@ -22,11 +22,7 @@
 /* Sanitizer and unoptimised builds run the heavy tests with less work; the
  * statistical tolerances are computed from the sample sizes used. */
 #define SLOW_BUILD BK_TEST_SLOW_BUILD
-#if defined(__SANITIZE_THREAD__)
-#define TSAN_BUILD 1
-#else
-#define TSAN_BUILD 0
-#endif
+#define TSAN_BUILD BK_TEST_TSAN_BUILD
 
 /* Field offsets of the FBF serialized form (type 4, version 1), for the
  * tests that edit blobs by hand. The format is described in

@@ -20,11 +20,7 @@
 
 /* Sanitizer and unoptimised builds run the heavy tests with less work. */
 #define SLOW_BUILD BK_TEST_SLOW_BUILD
-#if defined(__SANITIZE_THREAD__)
-#define TSAN_BUILD 1
-#else
-#define TSAN_BUILD 0
-#endif
+#define TSAN_BUILD BK_TEST_TSAN_BUILD
 
 /* Field offsets of the idem serialized form (type 5, version 1): after the
  * common prefix, strategy, hash_alg, max_key_len, seed and the counts, the

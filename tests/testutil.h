@@ -180,6 +180,12 @@ void *bk_test_restore(const bk_test_codec *c, const unsigned char *blob,
 #else
 #define BK_TEST_SLOW_BUILD 0
 #endif
+/* Thread-sanitizer builds: the concurrency tests run shorter races. */
+#if defined(__SANITIZE_THREAD__)
+#define BK_TEST_TSAN_BUILD 1
+#else
+#define BK_TEST_TSAN_BUILD 0
+#endif
 
 #define assert_bk_ok(expr) assert_int_equal((expr), BK_OK)
 #define assert_bk_status(expr, st) assert_int_equal((expr), (st))
