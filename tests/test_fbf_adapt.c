@@ -37,7 +37,7 @@ typedef struct thesis_run {
   uint64_t hits_opt, hits_simple, probes;
   double est_opt, est_simple;     /* bk_fbf_estimated_fpp */
   double e43_opt, e43_simple;     /* bk_fbf_estimated_fpp_eq43 */
-  double model_opt, model_simple; /* shared_model */
+  double model_opt, model_simple; /* fbf_shared_model */
 } thesis_run;
 
 static int cmp_u64(const void *a, const void *b) {
@@ -290,7 +290,8 @@ static void test_optimized_below_simple(void **state) {
  * product. It matters to the simple check, whose 1 - prod(1 - p_i) counts
  * the future's hits twice and the present/past overlap as independent: an
  * overestimate of 5-15% at these loads. (For N > 1 the inner pairs are
- * underestimated many times over; test_window measures that.)
+ * underestimated many times over; test_window in test_fbf_window.c measures
+ * that.)
  *
  * Tolerance, per point, on the mean over replicates: 4 standard errors
  * (measured from the replicates, floored at the binomial one) plus a model
