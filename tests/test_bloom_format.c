@@ -595,6 +595,12 @@ static void test_blocked_large_k_in_one_block(void **state) {
   }
 }
 
+static void oom_load_check(void *src, bk_test_alloc *st, void *b) {
+  (void)st;
+  for (uint64_t i = 0; i < 100; i++) assert_true(bloom_has_u64(b, i));
+  bloom_assert_same_blob(b, src);
+}
+
 static void test_oom_deserialize(void **state) {
   (void)state;
   uint64_t ms[] = {1000, (uint64_t)1 << 26};
@@ -605,26 +611,9 @@ static void test_oom_deserialize(void **state) {
       for (uint64_t i = 0; i < 100; i++) bloom_add_u64(src, i);
       size_t len;
       unsigned char *blob = bloom_blob_of(src, &len);
-      size_t fail_at;
-      for (fail_at = 1; fail_at < 64; fail_at++) {
-        bk_test_alloc st;
-        bk_allocator a = bk_test_allocator(&st, fail_at);
-        bk_bloom *b = SENTINEL;
-        bk_status s = bk_bloom_deserialize(blob, len, &a, &b);
-        if (s == BK_OK) {
-          for (uint64_t i = 0; i < 100; i++) assert_true(bloom_has_u64(b, i));
-          bloom_assert_same_blob(b, src);
-          bk_bloom_destroy(b);
-          assert_int_equal(st.live, 0);
-          break;
-        }
-        if (s != BK_ENOMEM)
-          fail_msg("deserialize failing allocation #%zu: %s", fail_at,
-                   bk_status_name(s));
-        assert_ptr_equal(b, SENTINEL);
-        assert_int_equal(st.live, 0);
-      }
-      assert_true(fail_at > 1 && fail_at < 64);
+      assert_true(bk_test_oom_load(&bk_test_codec_bloom, blob, len,
+                                   oom_load_check, src, false, 63,
+                                   "deserialize") >= 1);
       free(blob);
       bk_bloom_destroy(src);
     }

@@ -571,35 +571,21 @@ static void test_functions_bad_arguments(void **state) {
 
 /* ---- allocation failure injection --------------------------------------- */
 
+BK_TEST_DEFINE_OOM_MAKE(bloom, static)
+
+static void oom_create_check(void *check_ctx, bk_test_alloc *st, void *b) {
+  (void)check_ctx;
+  assert_true(st->calls >= 1);
+  assert_true(st->live >= 1);
+  bloom_add_u64(b, 1);
+  assert_true(bloom_has_u64(b, 1));
+  bk_bloom_destroy(b);
+}
+
 static void oom_create(const bk_bloom_config *base, bool sticky) {
-  size_t fail_at;
-  for (fail_at = 1; fail_at < 64; fail_at++) {
-    bk_test_alloc st;
-    bk_allocator a = bk_test_allocator(&st, fail_at);
-    st.fail_sticky = sticky;
-    bk_bloom_config cfg = *base;
-    cfg.allocator = &a;
-    bk_bloom *b = SENTINEL;
-    bk_status s = bk_bloom_create(&b, &cfg);
-    if (s == BK_OK) {
-      assert_true(st.calls >= 1);
-      assert_true(st.live >= 1);
-      bloom_add_u64(b, 1);
-      assert_true(bloom_has_u64(b, 1));
-      bk_bloom_destroy(b);
-      assert_int_equal(st.live, 0);
-      assert_int_equal(st.live_bytes, 0);
-      break;
-    }
-    if (s != BK_ENOMEM)
-      fail_msg("create failing allocation #%zu: %s", fail_at,
-               bk_status_name(s));
-    assert_ptr_equal(b, SENTINEL);
-    assert_int_equal(st.live, 0);
-    assert_int_equal(st.live_bytes, 0);
-  }
-  assert_true(fail_at > 1); /* allocation #1 failing must have mattered */
-  assert_true(fail_at < 64);
+  unsigned failures = bk_test_oom(bloom_oom_make, base, oom_create_check, NULL,
+                                  sticky, 63, "create");
+  assert_true(failures >= 1); /* allocation #1 failing must have mattered */
 }
 
 static void test_oom_create(void **state) {

@@ -782,6 +782,14 @@ static void test_bad_arguments(void **state) {
 /* ---- allocation failures ---------------------------------------------------
  */
 
+BK_TEST_DEFINE_OOM_MAKE(fbf, static)
+
+static void oom_create_check(void *check_ctx, bk_test_alloc *st, void *f) {
+  (void)check_ctx, (void)st;
+  assert_bk_ok(bk_fbf_add(f, "a", 1));
+  bk_fbf_destroy(f);
+}
+
 static void test_oom_create(void **state) {
   (void)state;
   bk_fbf_config cfg = {.m_bits = 3 * 4096,
@@ -789,27 +797,8 @@ static void test_oom_create(void **state) {
                        .n_past = 2,
                        .refresh_period = 100,
                        .adaptive = true};
-  unsigned failures = 0;
-  for (size_t fail_at = 1;; fail_at++) {
-    bk_test_alloc st;
-    bk_allocator al = bk_test_allocator(&st, fail_at);
-    cfg.allocator = &al;
-    bk_fbf *f = SENTINEL;
-    bk_status s = bk_fbf_create(&f, &cfg);
-    if (s == BK_OK) {
-      assert_bk_ok(bk_fbf_add(f, "a", 1));
-      bk_fbf_destroy(f);
-      assert_int_equal(st.live, 0);
-      break;
-    }
-    if (s != BK_ENOMEM)
-      fail_msg("allocation %zu failing: %s", fail_at, bk_status_name(s));
-    assert_ptr_equal(f, SENTINEL);
-    assert_int_equal(st.live, 0);
-    failures++;
-    assert_true(fail_at < 100);
-  }
-  assert_true(failures >= 1);
+  assert_true(bk_test_oom(fbf_oom_make, &cfg, oom_create_check, NULL, false,
+                          100, "create") >= 1);
 }
 
 int main(void) {

@@ -259,38 +259,25 @@ static void test_bad_arguments(void **state) {
  * ------------------------------------------------------
  */
 
+BK_TEST_DEFINE_OOM_MAKE(idem, static)
+
+static void oom_create_check(void *check_ctx, bk_test_alloc *st, void *t) {
+  (void)check_ctx;
+  st->fail_at = 0;
+  assert_int_equal(ADD(t, "a", 1, 1, 1, NULL), BK_IDEM_APPLIED);
+  bk_idem_destroy(t);
+}
+
 static void test_oom_create(void **state) {
   (void)state;
   for (size_t si = 0; si < COUNT(ALL_STRATEGIES); si++) {
+    bk_idem_strategy strat = ALL_STRATEGIES[si];
+    bk_idem_config cfg = generous(strat, 100, 3);
+    cfg.ops_per_period = 1000;
+    cfg.expected_keys = 5000;
     for (int sticky = 0; sticky <= 1; sticky++) {
-      unsigned failures = 0;
-      for (size_t fail_at = 1;; fail_at++) {
-        bk_test_alloc st;
-        bk_allocator al = bk_test_allocator(&st, fail_at);
-        st.fail_sticky = sticky;
-        bk_idem_config cfg = generous(ALL_STRATEGIES[si], 100, 3);
-        cfg.ops_per_period = 1000;
-        cfg.expected_keys = 5000;
-        cfg.allocator = &al;
-        bk_idem *t = SENTINEL;
-        bk_status s = bk_idem_create(&t, &cfg);
-        if (s == BK_OK) {
-          st.fail_at = 0;
-          assert_int_equal(ADD(t, "a", 1, 1, 1, NULL), BK_IDEM_APPLIED);
-          bk_idem_destroy(t);
-          assert_int_equal(st.live, 0);
-          break;
-        }
-        if (s != BK_ENOMEM)
-          fail_msg("%s: allocation %zu failing: %s",
-                   strat_name(ALL_STRATEGIES[si]), fail_at, bk_status_name(s));
-        assert_ptr_equal(t, SENTINEL);
-        if (st.live != 0)
-          fail_msg("%s: allocation %zu failing: %zu blocks leaked",
-                   strat_name(ALL_STRATEGIES[si]), fail_at, st.live);
-        failures++;
-        assert_true(fail_at < 1000);
-      }
+      unsigned failures = bk_test_oom(idem_oom_make, &cfg, oom_create_check,
+                                      NULL, sticky, 1000, strat_name(strat));
       /* The table and 64 stripes at least. */
       assert_true(failures >= 65);
     }

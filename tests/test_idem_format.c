@@ -551,6 +551,17 @@ static void test_deserialize_crafted(void **state) {
   bk_idem_destroy(tn);
 }
 
+typedef struct oom_table {
+  const model *m;
+  const char *what;
+} oom_table;
+
+static void oom_load_check(void *check_ctx, bk_test_alloc *st, void *r) {
+  (void)st;
+  const oom_table *o = check_ctx;
+  expect_table(r, o->m, o->what);
+}
+
 static void test_oom_deserialize(void **state) {
   (void)state;
   for (size_t si = 0; si < COUNT(ALL_STRATEGIES); si++) {
@@ -565,32 +576,13 @@ static void test_oom_deserialize(void **state) {
       (void)add_ok(t, kb, kl, opid(1, i), (int64_t)i - 70, NULL);
       model_apply(&m, i, (int64_t)i - 70);
     }
+    oom_table o = {&m, strat_name(strat)};
     size_t len;
     unsigned char *blob = idem_blob_of(t, &len);
     for (int sticky = 0; sticky <= 1; sticky++) {
-      unsigned failures = 0;
-      for (size_t fail_at = 1;; fail_at++) {
-        bk_test_alloc st;
-        bk_allocator al = bk_test_allocator(&st, fail_at);
-        st.fail_sticky = sticky;
-        bk_idem *r = SENTINEL;
-        bk_status s = bk_idem_deserialize(blob, len, &al, &r);
-        if (s == BK_OK) {
-          expect_table(r, &m, strat_name(strat));
-          bk_idem_destroy(r);
-          assert_int_equal(st.live, 0);
-          break;
-        }
-        if (s != BK_ENOMEM)
-          fail_msg("%s: allocation %zu failing: %s", strat_name(strat), fail_at,
-                   bk_status_name(s));
-        assert_ptr_equal(r, SENTINEL);
-        if (st.live != 0)
-          fail_msg("%s: allocation %zu failing: %zu blocks leaked",
-                   strat_name(strat), fail_at, st.live);
-        failures++;
-        assert_true(fail_at < 2000);
-      }
+      unsigned failures =
+          bk_test_oom_load(&bk_test_codec_idem, blob, len, oom_load_check, &o,
+                           sticky, 2000, o.what);
       /* Table, stripes, filter (if any) and every key. */
       assert_true(failures >= 1 + 64 + 150);
     }

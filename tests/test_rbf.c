@@ -487,6 +487,14 @@ static void test_bad_arguments(void **state) {
   bk_rbf_destroy(r);
 }
 
+BK_TEST_DEFINE_OOM_MAKE(rbf, static)
+
+static void oom_create_check(void *check_ctx, bk_test_alloc *st, void *r) {
+  (void)check_ctx, (void)st;
+  assert_bk_ok(bk_rbf_add(r, "a", 1));
+  bk_rbf_destroy(r);
+}
+
 static void test_oom_create(void **state) {
   (void)state;
   const bk_rbf_config base[] = {
@@ -494,27 +502,8 @@ static void test_oom_create(void **state) {
       {.capacity = 10000, .fpp = 0.001, .target_fpp = 0.01},
   };
   for (size_t c = 0; c < 2; c++) {
-    unsigned failures = 0;
-    for (size_t fail_at = 1;; fail_at++) {
-      bk_test_alloc st;
-      bk_allocator al = bk_test_allocator(&st, fail_at);
-      bk_rbf_config cfg = base[c];
-      cfg.allocator = &al;
-      bk_rbf *r = SENTINEL;
-      bk_status s = bk_rbf_create(&r, &cfg);
-      if (s == BK_OK) {
-        assert_bk_ok(bk_rbf_add(r, "a", 1));
-        bk_rbf_destroy(r);
-        assert_int_equal(st.live, 0);
-        break;
-      }
-      if (s != BK_ENOMEM)
-        fail_msg("allocation %zu failing: %s", fail_at, bk_status_name(s));
-      assert_ptr_equal(r, SENTINEL);
-      assert_int_equal(st.live, 0);
-      failures++;
-      assert_true(fail_at < 100);
-    }
+    unsigned failures = bk_test_oom(rbf_oom_make, &base[c], oom_create_check,
+                                    NULL, false, 100, "create");
     assert_true(failures >= 2); /* the RBF and its Bloom filter */
   }
 }
@@ -873,6 +862,13 @@ static void test_serialize_bad_arguments(void **state) {
   bk_rbf_destroy(r);
 }
 
+static void oom_load_check(void *src, bk_test_alloc *st, void *q) {
+  st->fail_at = 0;
+  expect_same_info(src, q);
+  for (uint64_t i = 0; i < 1000; i++)
+    assert_true(rbf_has(q, rbf_hash_id(q, i)));
+}
+
 static void test_oom_deserialize(void **state) {
   (void)state;
   bk_rbf_config cfg = {.capacity = 5000, .fpp = 0.01, .seed = test_seed(16)};
@@ -881,30 +877,9 @@ static void test_oom_deserialize(void **state) {
   size_t len;
   unsigned char *blob = rbf_blob_of(r, &len);
   for (int sticky = 0; sticky <= 1; sticky++) {
-    unsigned failures = 0;
-    for (size_t fail_at = 1;; fail_at++) {
-      bk_test_alloc st;
-      bk_allocator al = bk_test_allocator(&st, fail_at);
-      st.fail_sticky = sticky;
-      bk_rbf *q = SENTINEL;
-      bk_status s = bk_rbf_deserialize(blob, len, &al, &q);
-      if (s == BK_OK) {
-        st.fail_at = 0;
-        expect_same_info(r, q);
-        for (uint64_t i = 0; i < 1000; i++)
-          assert_true(rbf_has(q, rbf_hash_id(q, i)));
-        bk_rbf_destroy(q);
-        assert_int_equal(st.live, 0);
-        break;
-      }
-      if (s != BK_ENOMEM)
-        fail_msg("allocation %zu failing: %s", fail_at, bk_status_name(s));
-      assert_ptr_equal(q, SENTINEL);
-      if (st.live != 0)
-        fail_msg("allocation %zu failing: %zu blocks leaked", fail_at, st.live);
-      failures++;
-      assert_true(fail_at < 100);
-    }
+    unsigned failures =
+        bk_test_oom_load(&bk_test_codec_rbf, blob, len, oom_load_check, r,
+                         sticky, 100, "deserialize");
     assert_true(failures >= 2); /* the RBF and its Bloom filter */
   }
   free(blob);

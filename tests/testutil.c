@@ -102,6 +102,65 @@ void bk_test_sleep_ms(unsigned ms) {
   }
 }
 
+unsigned bk_test_oom(bk_test_oom_make make, const void *make_ctx,
+                     bk_test_oom_check check, void *check_ctx, bool sticky,
+                     size_t max_at, const char *what) {
+  static char untouched;
+  unsigned failures = 0;
+  for (size_t fail_at = 1;; fail_at++) {
+    bk_test_alloc st;
+    bk_allocator al = bk_test_allocator(&st, fail_at);
+    st.fail_sticky = sticky;
+    void *obj = &untouched;
+    bk_status s = make(make_ctx, &al, &obj);
+    if (s == BK_OK) {
+      assert_true(obj != NULL && obj != (void *)&untouched);
+      check(check_ctx, &st, obj);
+      if (st.live != 0 || st.live_bytes != 0)
+        fail_msg("%s: %zu blocks left after destroy", what, st.live);
+      return failures;
+    }
+    if (s != BK_ENOMEM)
+      fail_msg("%s: allocation %zu failing: %s", what, fail_at,
+               bk_status_name(s));
+    assert_ptr_equal(obj, &untouched);
+    if (st.live != 0 || st.live_bytes != 0)
+      fail_msg("%s: allocation %zu failing: %zu blocks leaked", what, fail_at,
+               st.live);
+    failures++;
+    if (fail_at >= max_at)
+      fail_msg("%s: allocation %zu still fails", what, fail_at);
+  }
+}
+
+typedef struct oom_load {
+  const bk_test_codec *codec;
+  const unsigned char *blob;
+  size_t len;
+  bk_test_oom_check check;
+  void *check_ctx;
+} oom_load;
+
+static bk_status oom_load_make(const void *make_ctx, const bk_allocator *al,
+                               void **out) {
+  const oom_load *o = make_ctx;
+  return o->codec->deserialize(o->blob, o->len, al, out);
+}
+
+static void oom_load_check(void *check_ctx, bk_test_alloc *st, void *obj) {
+  const oom_load *o = check_ctx;
+  o->check(o->check_ctx, st, obj);
+  o->codec->destroy(obj);
+}
+
+unsigned bk_test_oom_load(const bk_test_codec *c, const unsigned char *blob,
+                          size_t len, bk_test_oom_check check, void *check_ctx,
+                          bool sticky, size_t max_at, const char *what) {
+  oom_load o = {c, blob, len, check, check_ctx};
+  return bk_test_oom(oom_load_make, &o, oom_load_check, &o, sticky, max_at,
+                     what);
+}
+
 void *bk_test_restore(const bk_test_codec *c, const unsigned char *blob,
                       size_t len, const bk_allocator *al) {
   static char untouched;

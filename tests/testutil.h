@@ -168,6 +168,41 @@ void bk_test_codec_expect_edit(const bk_test_codec *c,
     return added;                                                            \
   }
 
+/* OOM injection (libuv's test-loop-oom): calls make(make_ctx, al, &obj)
+ * with an allocator failing its Nth allocation (and every later one when
+ * `sticky`), N = 1, 2, ..., until it returns BK_OK. Any other status must
+ * be BK_ENOMEM with obj untouched and nothing left allocated; on BK_OK,
+ * check(check_ctx, st, obj) runs the case's checks on the object (it may
+ * set st->fail_at = 0 first so they can allocate) and destroys it, and
+ * nothing may be left. Fails the test when allocation `max_at` still
+ * fails. Returns how many attempts failed; `what` names the case. */
+typedef bk_status (*bk_test_oom_make)(const void *make_ctx,
+                                      const bk_allocator *al, void **out);
+typedef void (*bk_test_oom_check)(void *check_ctx, bk_test_alloc *st,
+                                  void *obj);
+unsigned bk_test_oom(bk_test_oom_make make, const void *make_ctx,
+                     bk_test_oom_check check, void *check_ctx, bool sticky,
+                     size_t max_at, const char *what);
+
+/* bk_test_oom over loading blob[0, len) through the codec; check need not
+ * destroy the object (the codec does after it). */
+unsigned bk_test_oom_load(const bk_test_codec *c, const unsigned char *blob,
+                          size_t len, bk_test_oom_check check, void *check_ctx,
+                          bool sticky, size_t max_at, const char *what);
+
+/* T_oom_make: a bk_test_oom_make creating a bk_<T> from the bk_<T>_config
+ * at make_ctx with the failing allocator. */
+#define BK_TEST_DEFINE_OOM_MAKE(T, linkage)                                    \
+  linkage bk_status T##_oom_make(const void *make_ctx, const bk_allocator *al, \
+                                 void **out) {                                 \
+    bk_##T##_config cfg = *(const bk_##T##_config *)make_ctx;                  \
+    cfg.allocator = al;                                                        \
+    bk_##T *obj = *out;                                                        \
+    bk_status s = bk_##T##_create(&obj, &cfg);                                 \
+    *out = obj;                                                                \
+    return s;                                                                  \
+  }
+
 /* Deserialize blob[0, len) through the codec with `al` (NULL: libc); fails
  * the test unless it loads and sets the out-parameter. */
 void *bk_test_restore(const bk_test_codec *c, const unsigned char *blob,
