@@ -238,14 +238,9 @@ typedef struct batch_race {
   uint64_t *span[2];     /* per round: start tick << 32 | end tick */
 } batch_race;
 
-typedef struct batch_race_arg {
-  batch_race *br;
-  unsigned tid;
-} batch_race_arg;
-
 static void *batch_racer(void *arg) {
-  batch_race_arg *a = arg;
-  batch_race *br = a->br;
+  const bk_test_worker *a = arg;
+  batch_race *br = a->shared;
   uint64_t ids[BATCH_RACE_B];
   const void *ptr[BATCH_RACE_B];
   size_t len[BATCH_RACE_B];
@@ -293,7 +288,7 @@ static unsigned batch_race_once(uint64_t salt) {
   assert_non_null(br.span[0]);
   assert_non_null(br.span[1]);
   pthread_t th[2];
-  batch_race_arg args[2] = {{&br, 0}, {&br, 1}};
+  bk_test_worker args[2] = {{&br, 0}, {&br, 1}};
   for (int i = 0; i < 2; i++)
     assert_int_equal(pthread_create(&th[i], NULL, batch_racer, &args[i]), 0);
   for (int i = 0; i < 2; i++) assert_int_equal(pthread_join(th[i], NULL), 0);

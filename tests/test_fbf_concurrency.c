@@ -56,11 +56,6 @@ typedef struct race_shared {
   unsigned char *added[2]; /* same_ids: per-thread insert_if_absent results */
 } race_shared;
 
-typedef struct race_arg {
-  race_shared *sh;
-  unsigned tid;
-} race_arg;
-
 static void *clock_main(void *arg) {
   race_shared *sh = arg;
   while (!atomic_load(&sh->stop)) {
@@ -90,8 +85,8 @@ static bool contains_quiet(const bk_fbf *f, bk_hash h, race_shared *sh) {
 }
 
 static void *inserter_main(void *arg) {
-  race_arg *ra = arg;
-  race_shared *sh = ra->sh;
+  const bk_test_worker *ra = arg;
+  race_shared *sh = ra->shared;
   enum { RING = 4096 };
   elem *ring = calloc(RING, sizeof *ring);
   if (!ring) {
@@ -170,7 +165,7 @@ static void *inserter_main(void *arg) {
 
 static void race_run(race_shared *sh) {
   pthread_t th[3];
-  race_arg args[2] = {{sh, 0}, {sh, 1}};
+  bk_test_worker args[2] = {{sh, 0}, {sh, 1}};
   if (sh->with_clock)
     assert_int_equal(pthread_create(&th[2], NULL, clock_main, sh), 0);
   for (int i = 0; i < 2; i++)

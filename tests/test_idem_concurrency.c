@@ -42,14 +42,9 @@ typedef struct race {
   _Atomic uint64_t errors, low_values;
 } race;
 
-typedef struct race_arg {
-  race *rc;
-  unsigned tid;
-} race_arg;
-
 static void *race_adder(void *p) {
-  race_arg *a = p;
-  race *rc = a->rc;
+  const bk_test_worker *a = p;
+  race *rc = a->shared;
   const unsigned me = a->tid, other = me ^ 1u;
   const bool same = rc->mode != RACE_DISJOINT_ONE_KEY;
   for (unsigned j = 0; j < rc->n; j++) {
@@ -102,11 +97,11 @@ static void *race_adder(void *p) {
 /* Two adders; this thread drives the clock: the slower adder's progress. */
 static void race_run(race *rc) {
   pthread_t th[2];
-  race_arg args[2];
+  bk_test_worker args[2];
   for (unsigned i = 0; i < 2; i++) {
     rc->outcome[i] = calloc(rc->n, 1);
     assert_non_null(rc->outcome[i]);
-    args[i].rc = rc;
+    args[i].shared = rc;
     args[i].tid = i;
     assert_int_equal(pthread_create(&th[i], NULL, race_adder, &args[i]), 0);
   }
@@ -269,16 +264,11 @@ typedef struct rw {
   _Atomic uint64_t clock;
 } rw;
 
-typedef struct rw_arg {
-  rw *r;
-  unsigned tid;
-} rw_arg;
-
 #define HOT 32u
 
 static void *rw_adder(void *p) {
-  rw_arg *a = p;
-  rw *r = a->r;
+  const bk_test_worker *a = p;
+  rw *r = a->shared;
   for (unsigned j = 0; j < r->n; j++) {
     /* Keep within 8 ops of the clock (see race_adder). */
     while (atomic_load(&r->clock) + 8 < j) sched_yield();
@@ -401,7 +391,7 @@ static void test_concurrent_readers(void **state) {
       (void)add_ok(r.t, kb, kl, opid(99, k), 0, NULL);
     }
     pthread_t th[3];
-    rw_arg args[2] = {{&r, 0}, {&r, 1}};
+    bk_test_worker args[2] = {{&r, 0}, {&r, 1}};
     assert_int_equal(pthread_create(&th[0], NULL, rw_adder, &args[0]), 0);
     assert_int_equal(pthread_create(&th[1], NULL, rw_adder, &args[1]), 0);
     assert_int_equal(pthread_create(&th[2], NULL, rw_reader, &r), 0);

@@ -308,14 +308,9 @@ typedef struct rbf_race {
   _Atomic uint64_t errors, total_added;
 } rbf_race;
 
-typedef struct rbf_arg {
-  rbf_race *rc;
-  unsigned tid;
-} rbf_arg;
-
 static void *rbf_adder(void *arg) {
-  rbf_arg *a = arg;
-  rbf_race *rc = a->rc;
+  const bk_test_worker *a = arg;
+  rbf_race *rc = a->shared;
   for (unsigned j = 0; j < rc->n_ids; j++) {
     if (rc->same_ids)
       while (atomic_load(&rc->progress[a->tid ^ 1u]) + 4 < j &&
@@ -339,9 +334,9 @@ static void *rbf_adder(void *arg) {
 
 static void rbf_race_run(rbf_race *rc, unsigned threads) {
   pthread_t th[4];
-  rbf_arg args[4];
+  bk_test_worker args[4];
   for (unsigned i = 0; i < threads; i++) {
-    args[i].rc = rc;
+    args[i].shared = rc;
     args[i].tid = i;
     assert_int_equal(pthread_create(&th[i], NULL, rbf_adder, &args[i]), 0);
   }

@@ -96,6 +96,13 @@ bk_status bk_test_codec_load(const bk_test_codec *c, const unsigned char *blob,
  * BK_EINVAL with the out-parameter untouched. */
 void bk_test_codec_arguments(const bk_test_codec *c, const void *obj);
 
+/* What each worker thread of a race gets: the state the workers share and
+ * the worker's index. */
+typedef struct bk_test_worker {
+  void *shared;
+  unsigned tid;
+} bk_test_worker;
+
 /* A two-thread spinning barrier: both threads leave within nanoseconds of
  * each other (a futex-based pthread barrier can skew them by tens of
  * microseconds), which is what makes concurrency tests race on the same
