@@ -11,7 +11,7 @@
 
 #include "bloomclock/bloomclock_internal.h"
 #include "bloomkit/params.h"
-#include "core/hash_inline.h"
+#include "core/hash_fast.h"
 
 #define BC_VERSION 1
 /* 24 prefix + m u32, k u8, width u8, hash_alg u8, reserved u8, seed u64,

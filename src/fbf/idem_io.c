@@ -13,7 +13,6 @@
 
 #include "bloomkit/fbf.h"
 #include "bloomkit/rbf.h"
-#include "core/hash_inline.h"
 #include "fbf_internal.h"
 #include "idem_internal.h"
 
