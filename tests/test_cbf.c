@@ -12,31 +12,17 @@
 #include "testutil.h"
 
 static const unsigned widths[4] = {4, 8, 16, 32};
-static const bk_bloom_layout layouts[2] = {BK_BLOOM_STANDARD,
-                                           BK_BLOOM_BLOCKED};
+static const bk_bloom_layout layouts[2] = {BK_BLOOM_STANDARD, BK_BLOOM_BLOCKED};
 
-static bk_cbf *make(const bk_cbf_config *cfg) {
-  bk_cbf *f = NULL;
-  assert_bk_ok(bk_cbf_create(&f, cfg));
-  assert_non_null(f);
-  return f;
-}
-
-static bk_cbf_info info_of(const bk_cbf *f) {
-  bk_cbf_info in;
-  assert_bk_ok(bk_cbf_info_get(f, &in));
-  return in;
-}
-
-static unsigned char *blob_of(const bk_cbf *f, size_t *len) {
-  return bk_test_serialize(&bk_test_codec_cbf, f, len);
-}
+BK_TEST_DEFINE_MAKE(cbf, static)
+BK_TEST_DEFINE_INFO_OF(cbf, static)
+BK_TEST_DEFINE_BLOB_OF(cbf, static)
 
 /* The filter's state is exactly what it was (serialized bytes equal). */
 static void assert_same_state(const bk_cbf *f, const unsigned char *blob,
                               size_t len) {
   size_t now_len;
-  unsigned char *now = blob_of(f, &now_len);
+  unsigned char *now = cbf_blob_of(f, &now_len);
   assert_int_equal(now_len, len);
   assert_memory_equal(now, blob, len);
   free(now);
@@ -46,15 +32,15 @@ static void test_create_config(void **state) {
   (void)state;
   bk_cbf *f = (bk_cbf *)&f, *const sentinel = f;
   const bk_cbf_config bad[] = {
-      {.capacity = 0},                               /* no size at all */
-      {.capacity = 100, .fpp = 1.0},                 /* fpp outside (0, 1) */
+      {.capacity = 0},               /* no size at all */
+      {.capacity = 100, .fpp = 1.0}, /* fpp outside (0, 1) */
       {.capacity = 100, .fpp = -0.1},
       {.capacity = 100, .fpp = NAN},
-      {.capacity = 100, .counter_bits = 12},         /* width */
+      {.capacity = 100, .counter_bits = 12}, /* width */
       {.capacity = 100, .counter_bits = 64},
       {.capacity = 100, .layout = (bk_bloom_layout)2},
       {.capacity = 100, .k = 65},
-      {.m_counters = 1000},                          /* m without k */
+      {.m_counters = 1000}, /* m without k */
       {.m_counters = ((uint64_t)1 << 40) + 1, .k = 3},
       {.capacity = 100, .hash_alg = BK_HASH_MURMUR3, .seed = (uint64_t)1 << 32},
       {.capacity = 100, .hash_alg = (bk_hash_alg)7},
@@ -67,8 +53,8 @@ static void test_create_config(void **state) {
   assert_bk_status(bk_cbf_create(NULL, &bad[0]), BK_EINVAL);
   assert_bk_status(bk_cbf_create(&f, NULL), BK_EINVAL);
   /* Defaults: 4-bit counters, fpp 0.01, standard layout, optimal k. */
-  f = make(&(bk_cbf_config){.capacity = 1000});
-  bk_cbf_info in = info_of(f);
+  f = cbf_make(&(bk_cbf_config){.capacity = 1000});
+  bk_cbf_info in = cbf_info_of(f);
   uint64_t m;
   unsigned k;
   assert_bk_ok(bk_params_for_target(1000, 0.01, &m, &k));
@@ -86,16 +72,17 @@ static void test_create_config(void **state) {
 static void test_blocked_sizing_meets_fpp(void **state) {
   (void)state;
   for (int w = 0; w < 4; w++) {
-    bk_cbf *f = make(&(bk_cbf_config){.capacity = 20000,
-                                      .fpp = 0.01,
-                                      .counter_bits = widths[w],
-                                      .layout = BK_BLOOM_BLOCKED});
-    bk_cbf_info in = info_of(f);
+    bk_cbf *f = cbf_make(&(bk_cbf_config){.capacity = 20000,
+                                          .fpp = 0.01,
+                                          .counter_bits = widths[w],
+                                          .layout = BK_BLOOM_BLOCKED});
+    bk_cbf_info in = cbf_info_of(f);
     unsigned cells = 512 / widths[w];
     assert_int_equal(in.m_counters % cells, 0);
     double p;
     assert_bk_ok(bk__fpp_blocked_cells(in.m_counters, cells, in.k, 20000, &p));
-    if (!(p <= 0.01)) fail_msg("width %u: blocked rate %g > 0.01", widths[w], p);
+    if (!(p <= 0.01))
+      fail_msg("width %u: blocked rate %g > 0.01", widths[w], p);
     /* ... and not wastefully: 1/64 fewer counters would miss it. */
     uint64_t less = (in.m_counters - in.m_counters / 32) / cells * cells;
     assert_bk_ok(bk__fpp_blocked_cells(less, cells, in.k, 20000, &p));
@@ -108,15 +95,14 @@ static void test_add_remove_count(void **state) {
   (void)state;
   for (int w = 0; w < 4; w++)
     for (int l = 0; l < 2; l++) {
-      bk_cbf *f = make(&(bk_cbf_config){.capacity = 1000,
-                                        .counter_bits = widths[w],
-                                        .layout = layouts[l]});
+      bk_cbf *f = cbf_make(&(bk_cbf_config){
+          .capacity = 1000, .counter_bits = widths[w], .layout = layouts[l]});
       bool v;
       uint32_t c;
       assert_bk_ok(bk_cbf_contains(f, "a", 1, &v));
       assert_false(v);
       size_t len;
-      unsigned char *empty = blob_of(f, &len);
+      unsigned char *empty = cbf_blob_of(f, &len);
       /* Remove of an absent key: a distinct error, nothing changes. */
       assert_bk_status(bk_cbf_remove(f, "a", 1), BK_ENOTFOUND);
       assert_same_state(f, empty, len);
@@ -155,13 +141,13 @@ static void test_add_remove_count(void **state) {
 static void test_saturation_never_false_negative(void **state) {
   (void)state;
   for (int l = 0; l < 2; l++) {
-    bk_cbf *f = make(&(bk_cbf_config){
+    bk_cbf *f = cbf_make(&(bk_cbf_config){
         .m_counters = 4096, .k = 4, .counter_bits = 4, .layout = layouts[l]});
     for (int i = 0; i < 20; i++) assert_bk_ok(bk_cbf_add(f, "hot", 3));
     uint32_t c;
     assert_bk_ok(bk_cbf_count(f, "hot", 3, &c));
     assert_int_equal(c, 15);
-    bk_cbf_info in = info_of(f);
+    bk_cbf_info in = cbf_info_of(f);
     assert_true(in.saturated >= 1 && in.saturated <= 4);
     assert_int_equal(in.saturated, in.nonzero);
     /* Another key sharing nothing; then all 20 removes of "hot". */
@@ -177,8 +163,8 @@ static void test_saturation_never_false_negative(void **state) {
     bk_cbf_destroy(f);
   }
   /* 8 bits: 255. */
-  bk_cbf *f = make(&(bk_cbf_config){.m_counters = 512, .k = 2,
-                                    .counter_bits = 8});
+  bk_cbf *f =
+      cbf_make(&(bk_cbf_config){.m_counters = 512, .k = 2, .counter_bits = 8});
   for (int i = 0; i < 300; i++) assert_bk_ok(bk_cbf_add(f, "x", 1));
   uint32_t c;
   assert_bk_ok(bk_cbf_count(f, "x", 1, &c));
@@ -194,15 +180,14 @@ static void test_random_ops_no_false_negative(void **state) {
   enum { KEYS = 400, OPS = 20000 };
   for (int w = 0; w < 4; w++)
     for (int l = 0; l < 4; l++) {
-      bk_cbf *f = make(&(bk_cbf_config){.m_counters = 1024,
-                                        .k = 5,
-                                        .counter_bits = widths[w],
-                                        .layout = layouts[l % 2],
-                                        .single_writer = l >= 2,
-                                        .seed = rng & 0xFFFF});
+      bk_cbf *f = cbf_make(&(bk_cbf_config){.m_counters = 1024,
+                                            .k = 5,
+                                            .counter_bits = widths[w],
+                                            .layout = layouts[l % 2],
+                                            .single_writer = l >= 2,
+                                            .seed = rng & 0xFFFF});
       static unsigned times[KEYS];
-      const uint32_t max = widths[w] == 32 ? UINT32_MAX
-                                           : (1u << widths[w]) - 1;
+      const uint32_t max = widths[w] == 32 ? UINT32_MAX : (1u << widths[w]) - 1;
       memset(times, 0, sizeof times);
       for (int op = 0; op < OPS; op++) {
         uint64_t key = bk_test_next(&rng) % KEYS;
@@ -225,9 +210,10 @@ static void test_random_ops_no_false_negative(void **state) {
              * stuck at the maximum. */
             uint32_t least = times[k] < max ? times[k] : max;
             if (!v || c < least)
-              fail_msg("width %u layout %d: key %llu added %u times, "
-                       "contains %d count %u",
-                       widths[w], l, (unsigned long long)k, times[k], v, c);
+              fail_msg(
+                  "width %u layout %d: key %llu added %u times, "
+                  "contains %d count %u",
+                  widths[w], l, (unsigned long long)k, times[k], v, c);
           }
       }
       bk_cbf_destroy(f);
@@ -242,7 +228,7 @@ static void test_false_positive_rate(void **state) {
   const uint64_t n = BK_TEST_SLOW_BUILD ? 5000 : 20000;
   const uint64_t probes = 20 * n;
   for (int l = 0; l < 2; l++) {
-    bk_cbf *f = make(&(bk_cbf_config){
+    bk_cbf *f = cbf_make(&(bk_cbf_config){
         .capacity = n, .fpp = 0.01, .layout = layouts[l], .seed = 3});
     for (uint64_t i = 0; i < n; i++) assert_bk_ok(bk_cbf_add(f, &i, sizeof i));
     uint64_t fp = 0;
@@ -251,7 +237,7 @@ static void test_false_positive_rate(void **state) {
       assert_bk_ok(bk_cbf_contains(f, &i, sizeof i, &v));
       fp += v;
     }
-    bk_cbf_info in = info_of(f);
+    bk_cbf_info in = cbf_info_of(f);
     double p;
     if (layouts[l] == BK_BLOOM_STANDARD)
       assert_bk_ok(bk_params_fpp(in.m_counters, in.k, n, &p));
@@ -283,17 +269,18 @@ static void test_batches_match_single(void **state) {
   }
   for (int l = 0; l < 2; l++) {
     bk_cbf_config cfg = {.capacity = 300, .layout = layouts[l]};
-    bk_cbf *a = make(&cfg), *b = make(&cfg);
+    bk_cbf *a = cbf_make(&cfg), *b = cbf_make(&cfg);
     assert_bk_ok(bk_cbf_add_many(a, keys, lens, N));
     for (int i = 0; i < N; i++) assert_bk_ok(bk_cbf_add(b, keys[i], lens[i]));
     size_t la, lb;
-    unsigned char *ba = blob_of(a, &la), *bb = blob_of(b, &lb);
+    unsigned char *ba = cbf_blob_of(a, &la), *bb = cbf_blob_of(b, &lb);
     assert_int_equal(la, lb);
     assert_memory_equal(ba, bb, la);
     free(ba);
     free(bb);
     bool out[N], one;
-    for (int i = 0; i < N; i++) assert_bk_ok(bk_cbf_hash(a, keys[i], lens[i], &hs[i]));
+    for (int i = 0; i < N; i++)
+      assert_bk_ok(bk_cbf_hash(a, keys[i], lens[i], &hs[i]));
     assert_bk_ok(bk_cbf_contains_many(a, keys, lens, N, out));
     for (int i = 0; i < N; i++) assert_true(out[i]);
     assert_bk_ok(bk_cbf_contains_many_hash(a, hs, N, out));
@@ -325,7 +312,7 @@ static void test_batches_match_single(void **state) {
 static void test_merge_clear(void **state) {
   (void)state;
   bk_cbf_config cfg = {.m_counters = 2048, .k = 3, .counter_bits = 4};
-  bk_cbf *a = make(&cfg), *b = make(&cfg);
+  bk_cbf *a = cbf_make(&cfg), *b = cbf_make(&cfg);
   for (int i = 0; i < 10; i++) assert_bk_ok(bk_cbf_add(a, "x", 1));
   for (int i = 0; i < 10; i++) assert_bk_ok(bk_cbf_add(b, "x", 1));
   assert_bk_ok(bk_cbf_add(b, "y", 1));
@@ -341,15 +328,15 @@ static void test_merge_clear(void **state) {
   assert_int_equal(c, 2);
   bk_cbf_config other = cfg;
   other.seed = 1;
-  bk_cbf *d = make(&other);
+  bk_cbf *d = cbf_make(&other);
   assert_bk_status(bk_cbf_merge(a, d), BK_EMISMATCH);
   other = cfg;
   other.counter_bits = 8;
-  bk_cbf *e = make(&other);
+  bk_cbf *e = cbf_make(&other);
   assert_bk_status(bk_cbf_merge(a, e), BK_EMISMATCH);
   assert_bk_status(bk_cbf_merge(NULL, a), BK_EINVAL);
   assert_bk_ok(bk_cbf_clear(a));
-  assert_int_equal(info_of(a).nonzero, 0);
+  assert_int_equal(cbf_info_of(a).nonzero, 0);
   bk_cbf_destroy(a);
   bk_cbf_destroy(b);
   bk_cbf_destroy(d);
@@ -358,7 +345,7 @@ static void test_merge_clear(void **state) {
 
 static void test_arguments(void **state) {
   (void)state;
-  bk_cbf *f = make(&(bk_cbf_config){.capacity = 10});
+  bk_cbf *f = cbf_make(&(bk_cbf_config){.capacity = 10});
   bool v;
   uint32_t c;
   bk_hash h = {1, 2};
@@ -386,8 +373,8 @@ static void test_oom(void **state) {
   for (size_t fail = 1; fail <= 3; fail++) {
     bk_allocator al = bk_test_allocator(&st, fail);
     bk_cbf *f = NULL;
-    bk_status s = bk_cbf_create(
-        &f, &(bk_cbf_config){.capacity = 1000, .allocator = &al});
+    bk_status s =
+        bk_cbf_create(&f, &(bk_cbf_config){.capacity = 1000, .allocator = &al});
     if (s == BK_OK) {
       assert_true(st.calls < fail); /* the failing call never came */
       bk_cbf_destroy(f);
@@ -404,30 +391,31 @@ static void test_serialize_roundtrip_and_hostile(void **state) {
   const uint64_t seed = bk_test_seed(0xCBF2);
   for (int l = 0; l < 2; l++)
     for (int w = 0; w < 4; w += 3) {
-      bk_cbf *f = make(&(bk_cbf_config){.m_counters = 300,
-                                        .k = 3,
-                                        .counter_bits = widths[w],
-                                        .layout = layouts[l],
-                                        .hash_alg = BK_HASH_MURMUR3,
-                                        .seed = 77});
+      bk_cbf *f = cbf_make(&(bk_cbf_config){.m_counters = 300,
+                                            .k = 3,
+                                            .counter_bits = widths[w],
+                                            .layout = layouts[l],
+                                            .hash_alg = BK_HASH_MURMUR3,
+                                            .seed = 77});
       for (uint64_t i = 0; i < 40; i++) assert_bk_ok(bk_cbf_add(f, &i, 8));
       for (int i = 0; i < 30; i++) assert_bk_ok(bk_cbf_add(f, "hot", 3));
       size_t len;
-      unsigned char *blob = blob_of(f, &len);
+      unsigned char *blob = cbf_blob_of(f, &len);
       bk_cbf *g = NULL;
-      assert_bk_ok(bk_test_codec_load(&bk_test_codec_cbf, blob, len,
-                                      (void **)&g));
+      assert_bk_ok(
+          bk_test_codec_load(&bk_test_codec_cbf, blob, len, (void **)&g));
       for (uint64_t i = 0; i < 40; i++) {
         bool v;
         assert_bk_ok(bk_cbf_contains(g, &i, 8, &v));
         assert_true(v);
       }
-      bk_cbf_info a = info_of(f), b = info_of(g);
+      bk_cbf_info a = cbf_info_of(f), b = cbf_info_of(g);
       assert_int_equal(a.nonzero, b.nonzero);
       assert_int_equal(a.saturated, b.saturated);
       assert_int_equal(a.m_counters, b.m_counters);
       bk_cbf_destroy(g);
-      bk_test_codec_hostile(&bk_test_codec_cbf, f, seed + (uint64_t)(l * 4 + w));
+      bk_test_codec_hostile(&bk_test_codec_cbf, f,
+                            seed + (uint64_t)(l * 4 + w));
       free(blob);
       bk_cbf_destroy(f);
     }
@@ -437,9 +425,9 @@ static void test_serialize_roundtrip_and_hostile(void **state) {
 static void test_deserialize_unreachable(void **state) {
   (void)state;
   const bk_test_codec *c = &bk_test_codec_cbf;
-  bk_cbf *f = make(&(bk_cbf_config){.m_counters = 100, .k = 3});
+  bk_cbf *f = cbf_make(&(bk_cbf_config){.m_counters = 100, .k = 3});
   size_t len;
-  unsigned char *blob = blob_of(f, &len);
+  unsigned char *blob = cbf_blob_of(f, &len);
   /* 100 4-bit counters use 400 bits of a 512-bit block: the rest is zero. */
   const size_t payload = 24 + 32;
   bk_test_codec_expect_edit(c, blob, len, payload + 56, 8, 1, BK_ECORRUPT,
@@ -458,9 +446,9 @@ static void test_deserialize_unreachable(void **state) {
   free(blob);
   bk_cbf_destroy(f);
   /* Blocked: m must be whole blocks of 128 counters. */
-  f = make(&(bk_cbf_config){.m_counters = 256, .k = 3,
-                            .layout = BK_BLOOM_BLOCKED});
-  blob = blob_of(f, &len);
+  f = cbf_make(
+      &(bk_cbf_config){.m_counters = 256, .k = 3, .layout = BK_BLOOM_BLOCKED});
+  blob = cbf_blob_of(f, &len);
   bk_test_codec_expect_edit(c, blob, len, 24, 8, 200, BK_ECORRUPT,
                             "blocked m 200");
   free(blob);
@@ -493,10 +481,8 @@ static void test_concurrent_updates(void **state) {
   for (int l = 0; l < 2; l++) {
     /* Dense (4 counters a key) so neighbours share words all the time;
      * 16-bit counters so none saturates. */
-    bk_cbf *f = make(&(bk_cbf_config){.m_counters = 8 * n,
-                                      .k = 4,
-                                      .counter_bits = 16,
-                                      .layout = layouts[l]});
+    bk_cbf *f = cbf_make(&(bk_cbf_config){
+        .m_counters = 8 * n, .k = 4, .counter_bits = 16, .layout = layouts[l]});
     for (int phase = 0; phase < 2; phase++) {
       bk_test_spin_barrier go = {0};
       worker a = {f, 0, n, phase == 1, &go}, b = {f, n, n, phase == 1, &go};
@@ -508,9 +494,9 @@ static void test_concurrent_updates(void **state) {
       pthread_join(tb, &rb);
       assert_null(ra);
       assert_null(rb);
-      if (phase == 0) assert_int_equal(info_of(f).saturated, 0);
+      if (phase == 0) assert_int_equal(cbf_info_of(f).saturated, 0);
     }
-    assert_int_equal(info_of(f).nonzero, 0);
+    assert_int_equal(cbf_info_of(f).nonzero, 0);
     bk_cbf_destroy(f);
   }
 }
@@ -544,11 +530,11 @@ static void test_single_writer_with_readers(void **state) {
   (void)state;
   const uint64_t n = BK_TEST_SLOW_BUILD ? 500 : 5000;
   for (int l = 0; l < 2; l++) {
-    bk_cbf *f = make(&(bk_cbf_config){.m_counters = 16 * n,
-                                      .k = 4,
-                                      .counter_bits = 4,
-                                      .layout = layouts[l],
-                                      .single_writer = true});
+    bk_cbf *f = cbf_make(&(bk_cbf_config){.m_counters = 16 * n,
+                                          .k = 4,
+                                          .counter_bits = 4,
+                                          .layout = layouts[l],
+                                          .single_writer = true});
     for (uint64_t i = 0; i < n; i++) assert_bk_ok(bk_cbf_add(f, &i, sizeof i));
     bk_test_spin_barrier go = {0};
     _Atomic int stop = 0;
@@ -567,7 +553,7 @@ static void test_single_writer_with_readers(void **state) {
     assert_true(r.rounds >= 1);
     /* The churn left exactly the first n keys' counts. */
     for (uint64_t i = 0; i < n; i++) assert_bk_ok(bk_cbf_remove(f, &i, 8));
-    bk_cbf_info in = info_of(f);
+    bk_cbf_info in = cbf_info_of(f);
     assert_int_equal(in.nonzero, in.saturated); /* only stuck ones remain */
     bk_cbf_destroy(f);
   }

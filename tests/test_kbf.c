@@ -866,6 +866,61 @@ static void test_arguments(void **state) {
   bk_kbf_destroy(f);
 }
 
+/* bk_kbf_cell_counters_hash reads what the cells hold: checked against a
+ * direct read of the cells (kbf_internal.h) at both widths, before and
+ * after a compress, with saturated counters, and its argument errors. */
+static void test_cell_counters(void **state) {
+  (void)state;
+  for (unsigned bits = 32; bits <= 64; bits += 32) {
+    bk_kbf *f =
+        make(&(bk_kbf_config){.m_cells = 64, .k = 5, .cell_bits = bits});
+    for (int round = 0; round < 2; round++) {
+      for (unsigned key = 0; key < 300; key++) {
+        char name[16];
+        const int len = snprintf(name, sizeof name, "key%u", key);
+        bk_hash h;
+        assert_bk_ok(bk_kbf_hash(f, name, (size_t)len, &h));
+        if (round == 0 && key < 150) /* 150 x 5 into 64 cells: saturates */
+          assert_bk_ok(bk_kbf_insert(f, name, (size_t)len, "v", 1));
+        uint8_t got[BK_K_MAX];
+        size_t written = 0;
+        assert_bk_ok(bk_kbf_cell_counters_hash(f, h, got, 5, &written));
+        assert_int_equal(written, 5);
+        uint64_t idx[BK_K_MAX];
+        bk__indices(h, f->main.k, f->main.m_created, idx);
+        for (unsigned i = 0; i < 5; i++) {
+          const uint64_t p = idx[i] % f->main.m;
+          const uint64_t w = bits == 32 ? ((const uint32_t *)f->main.data)[p]
+                                        : ((const uint64_t *)f->main.data)[p];
+          assert_int_equal(got[i], w >> f->enc_shift);
+        }
+      }
+      if (round == 0) assert_true(info_of(f).saturated > 0 || bits == 64);
+      assert_bk_ok(bk_kbf_compress(f));
+    }
+    uint8_t c[BK_K_MAX];
+    size_t written = 99;
+    const bk_hash h = {1, 2};
+    assert_bk_status(bk_kbf_cell_counters_hash(f, h, c, 4, &written),
+                     BK_EINVAL);
+    assert_int_equal(written, 99);
+    assert_bk_status(bk_kbf_cell_counters_hash(NULL, h, c, 5, &written),
+                     BK_EINVAL);
+    assert_bk_status(bk_kbf_cell_counters_hash(f, h, NULL, 5, &written),
+                     BK_EINVAL);
+    assert_bk_status(bk_kbf_cell_counters_hash(f, h, c, 5, NULL), BK_EINVAL);
+    bk_kbf_destroy(f);
+  }
+  /* An empty filter: every counter 0. */
+  bk_kbf *f = make(&(bk_kbf_config){.capacity = 100});
+  uint8_t c[BK_K_MAX];
+  size_t k = 0;
+  assert_bk_ok(bk_kbf_cell_counters_hash(f, (bk_hash){3, 4}, c, BK_K_MAX, &k));
+  assert_int_equal(k, info_of(f).k);
+  for (size_t i = 0; i < k; i++) assert_int_equal(c[i], 0);
+  bk_kbf_destroy(f);
+}
+
 static void test_oom(void **state) {
   (void)state;
   bk_test_alloc st;
@@ -1079,6 +1134,7 @@ int main(void) {
       cmocka_unit_test(test_capacity_formulas),
       cmocka_unit_test(test_decode_failure_matches_own_cell_load),
       cmocka_unit_test(test_arguments),
+      cmocka_unit_test(test_cell_counters),
       cmocka_unit_test(test_oom),
       cmocka_unit_test(test_serialize_roundtrip_and_hostile),
       cmocka_unit_test(test_deserialize_unreachable),

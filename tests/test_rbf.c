@@ -47,39 +47,10 @@ static char sentinel_storage;
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static bk_rbf *make(const bk_rbf_config *cfg) {
-  bk_rbf *r = NULL;
-  bk_status s = bk_rbf_create(&r, cfg);
-  if (s != BK_OK) fail_msg("bk_rbf_create: %s", bk_status_name(s));
-  assert_non_null(r);
-  return r;
-}
-
-static bk_hash hash_id(const bk_rbf *r, uint64_t id) {
-  unsigned char kb[8];
-  bk_hash h;
-  bk__store_le64(kb, id);
-  assert_bk_ok(bk_rbf_hash(r, kb, sizeof kb, &h));
-  return h;
-}
-
-static bool has(const bk_rbf *r, bk_hash h) {
-  bool out = false;
-  assert_bk_ok(bk_rbf_contains_hash(r, h, &out));
-  return out;
-}
-
-static bool add_new(bk_rbf *r, bk_hash h) {
-  bool added = false;
-  assert_bk_ok(bk_rbf_add_if_absent_hash(r, h, &added));
-  return added;
-}
-
-static bk_rbf_info info_of(const bk_rbf *r) {
-  bk_rbf_info in;
-  assert_bk_ok(bk_rbf_info_get(r, &in));
-  return in;
-}
+BK_TEST_DEFINE_MAKE(rbf, static)
+BK_TEST_DEFINE_INFO_OF(rbf, static)
+BK_TEST_DEFINE_BLOB_OF(rbf, static)
+BK_TEST_DEFINE_HASH_SET(rbf, static)
 
 static double est_of(const bk_rbf *r) {
   double p = -1.0;
@@ -107,8 +78,8 @@ static uint64_t threshold_closed_form(uint64_t m, unsigned k, double target) {
 
 static void check_threshold(const bk_rbf_config *cfg, uint64_t m, unsigned k,
                             double target) {
-  bk_rbf *r = make(cfg);
-  bk_rbf_info in = info_of(r);
+  bk_rbf *r = rbf_make(cfg);
+  bk_rbf_info in = rbf_info_of(r);
   assert_int_equal(in.m_bits, m);
   assert_int_equal(in.k, k);
   assert_int_equal(in.inserted, 0);
@@ -165,8 +136,8 @@ static void test_threshold(void **state) {
   bk_rbf_config cap = {.capacity = 1000, .fpp = 0.01};
   check_threshold(&cap, m, k, 0.01);
   /* ... and the threshold sits near the capacity it was sized for. */
-  bk_rbf *r = make(&cap);
-  uint64_t th = info_of(r).threshold;
+  bk_rbf *r = rbf_make(&cap);
+  uint64_t th = rbf_info_of(r).threshold;
   assert_true(th >= 950 && th <= 1050);
   bk_rbf_destroy(r);
   /* Defaults: fpp 0.01. */
@@ -185,8 +156,8 @@ static void test_recycle(void **state) {
   (void)state;
   bk_rbf_config cfg = {
       .m_bits = 6250, .k = 5, .target_fpp = 0.01, .seed = test_seed(1)};
-  bk_rbf *r = make(&cfg);
-  const uint64_t th = info_of(r).threshold;
+  bk_rbf *r = rbf_make(&cfg);
+  const uint64_t th = rbf_info_of(r).threshold;
   uint64_t *ids = malloc(th * sizeof *ids);
   assert_non_null(ids);
   uint64_t next_id = 0, skipped = 0;
@@ -194,43 +165,43 @@ static void test_recycle(void **state) {
     uint64_t added = 0;
     if (round == 2) {
       /* A key forgotten by the first recycle is new again. */
-      assert_true(add_new(r, hash_id(r, ids[0])));
+      assert_true(rbf_add_new(r, rbf_hash_id(r, ids[0])));
       added = 1;
     }
     while (added < th) {
-      bk_rbf_info in = info_of(r);
+      bk_rbf_info in = rbf_info_of(r);
       assert_int_equal(in.inserted, added);
       assert_int_equal(in.recycles, round - 1);
       double want = eq41(6250, 5, added);
       assert_true(fabs(est_of(r) - want) <= 1e-12 + 1e-9 * want);
-      bk_hash h = hash_id(r, next_id);
-      bool was = has(r, h);
-      bool now_added = add_new(r, h);
+      bk_hash h = rbf_hash_id(r, next_id);
+      bool was = rbf_has(r, h);
+      bool now_added = rbf_add_new(r, h);
       assert_true(now_added == !was);
       if (!now_added) {
         /* A false positive at insert: nothing added, nothing counted. */
         skipped++;
-        assert_int_equal(info_of(r).inserted, added);
+        assert_int_equal(rbf_info_of(r).inserted, added);
         next_id++;
         continue;
       }
       ids[added++] = next_id++;
       if (added < th) {
         /* No false negatives before the recycle. */
-        assert_true(has(r, h));
+        assert_true(rbf_has(r, h));
         if (added % 50 == 0)
           for (uint64_t i = 0; i < added; i++)
-            assert_true(has(r, hash_id(r, ids[i])));
+            assert_true(rbf_has(r, rbf_hash_id(r, ids[i])));
         assert_true(est_of(r) < 0.01);
       }
     }
     /* The threshold-th insert recycled: everything is forgotten. */
-    bk_rbf_info in = info_of(r);
+    bk_rbf_info in = rbf_info_of(r);
     assert_int_equal(in.recycles, round);
     assert_int_equal(in.inserted, 0);
     assert_true(est_of(r) == 0.0);
     for (uint64_t i = 0; i < th; i++)
-      if (has(r, hash_id(r, ids[i])))
+      if (rbf_has(r, rbf_hash_id(r, ids[i])))
         fail_msg("round %u: key %llu still found after the recycle", round,
                  (unsigned long long)ids[i]);
   }
@@ -249,7 +220,7 @@ static void test_insert_if_absent(void **state) {
                        .target_fpp = 0.01,
                        .hash_alg = BK_HASH_MURMUR3,
                        .seed = 77};
-  bk_rbf *r = make(&cfg);
+  bk_rbf *r = rbf_make(&cfg);
   const char *key = "client-3:seq-9";
   bool added = false, out = false;
   bk_hash h, ref;
@@ -266,13 +237,13 @@ static void test_insert_if_absent(void **state) {
   assert_false(added);
   assert_bk_ok(bk_rbf_add(r, key, strlen(key)));
   assert_bk_ok(bk_rbf_add_hash(r, h));
-  assert_int_equal(info_of(r).inserted, 1);
+  assert_int_equal(rbf_info_of(r).inserted, 1);
   assert_bk_ok(bk_rbf_contains(r, key, strlen(key), &out));
   assert_true(out);
-  assert_true(has(r, h));
+  assert_true(rbf_has(r, h));
   /* bk_rbf_add counts new keys too. */
   assert_bk_ok(bk_rbf_add(r, "other", 5));
-  assert_int_equal(info_of(r).inserted, 2);
+  assert_int_equal(rbf_info_of(r).inserted, 2);
   /* The empty key is a key. */
   assert_bk_ok(bk_rbf_add_if_absent(r, NULL, 0, &added));
   assert_true(added);
@@ -294,20 +265,20 @@ static void test_estimate_vs_empirical(void **state) {
   (void)state;
   bk_rbf_config cfg = {
       .m_bits = 1u << 20, .k = 7, .target_fpp = 0.01, .seed = test_seed(2)};
-  bk_rbf *r = make(&cfg);
-  const uint64_t th = info_of(r).threshold;
+  bk_rbf *r = rbf_make(&cfg);
+  const uint64_t th = rbf_info_of(r).threshold;
   uint64_t id = 0;
-  while (info_of(r).inserted < th - 1) {
-    (void)add_new(r, hash_id(r, id++));
+  while (rbf_info_of(r).inserted < th - 1) {
+    (void)rbf_add_new(r, rbf_hash_id(r, id++));
   }
-  assert_int_equal(info_of(r).recycles, 0);
+  assert_int_equal(rbf_info_of(r).recycles, 0);
   double est = est_of(r);
   assert_true(fabs(est - eq41(1u << 20, 7, th - 1)) <= 1e-9 * est);
   assert_true(est < 0.01 && est > 0.0099);
   const uint64_t probes = 200000;
   uint64_t hits = 0;
   for (uint64_t p = 0; p < probes; p++)
-    hits += has(r, hash_id(r, ABSENT_TAG | p));
+    hits += rbf_has(r, rbf_hash_id(r, ABSENT_TAG | p));
   double emp = (double)hits / probes;
   double sigma = sqrt(est * (1 - est) / probes);
   print_message(
@@ -316,10 +287,11 @@ static void test_estimate_vs_empirical(void **state) {
       (unsigned long long)(th - 1), emp, est, sigma);
   assert_true(fabs(emp - est) <= 4 * sigma + 0.05 * est);
   /* One more key reaches the threshold: recycled, and the rate drops to 0. */
-  while (info_of(r).recycles == 0) (void)add_new(r, hash_id(r, id++));
+  while (rbf_info_of(r).recycles == 0)
+    (void)rbf_add_new(r, rbf_hash_id(r, id++));
   hits = 0;
   for (uint64_t p = 0; p < 10000; p++)
-    hits += has(r, hash_id(r, ABSENT_TAG | p));
+    hits += rbf_has(r, rbf_hash_id(r, ABSENT_TAG | p));
   assert_int_equal(hits, 0);
   bk_rbf_destroy(r);
 }
@@ -336,14 +308,9 @@ typedef struct rbf_race {
   _Atomic uint64_t errors, total_added;
 } rbf_race;
 
-typedef struct rbf_arg {
-  rbf_race *rc;
-  unsigned tid;
-} rbf_arg;
-
 static void *rbf_adder(void *arg) {
-  rbf_arg *a = arg;
-  rbf_race *rc = a->rc;
+  const bk_test_worker *a = arg;
+  rbf_race *rc = a->shared;
   for (unsigned j = 0; j < rc->n_ids; j++) {
     if (rc->same_ids)
       while (atomic_load(&rc->progress[a->tid ^ 1u]) + 4 < j &&
@@ -367,9 +334,9 @@ static void *rbf_adder(void *arg) {
 
 static void rbf_race_run(rbf_race *rc, unsigned threads) {
   pthread_t th[4];
-  rbf_arg args[4];
+  bk_test_worker args[4];
   for (unsigned i = 0; i < threads; i++) {
-    args[i].rc = rc;
+    args[i].shared = rc;
     args[i].tid = i;
     assert_int_equal(pthread_create(&th[i], NULL, rbf_adder, &args[i]), 0);
   }
@@ -385,7 +352,7 @@ static void test_concurrent_insert_if_absent(void **state) {
   memset(&rc, 0, sizeof rc);
   bk_rbf_config cfg = {
       .m_bits = 1u << 22, .k = 7, .target_fpp = 0.01, .seed = test_seed(3)};
-  rc.r = make(&cfg);
+  rc.r = rbf_make(&cfg);
   rc.n_ids = SLOW_BUILD ? 20000 : 100000;
   rc.same_ids = true;
   rc.added[0] = calloc(rc.n_ids, 1);
@@ -400,11 +367,11 @@ static void test_concurrent_insert_if_absent(void **state) {
     neither += n == 0;
   }
   assert_int_equal(atomic_load(&rc.errors), 0);
-  assert_int_equal(info_of(rc.r).recycles, 0);
+  assert_int_equal(rbf_info_of(rc.r).recycles, 0);
   assert_int_equal(both, 0);
   /* p ~ 1e-9 at 100k keys in 2^22 bits: no false positives expected. */
   assert_int_equal(neither, 0);
-  assert_int_equal(info_of(rc.r).inserted, rc.n_ids);
+  assert_int_equal(rbf_info_of(rc.r).inserted, rc.n_ids);
   free(rc.added[0]);
   free(rc.added[1]);
   bk_rbf_destroy(rc.r);
@@ -420,10 +387,10 @@ static void test_concurrent_recycles(void **state) {
   memset(&rc, 0, sizeof rc);
   bk_rbf_config cfg = {
       .m_bits = 20000, .k = 4, .target_fpp = 0.01, .seed = test_seed(4)};
-  rc.r = make(&cfg);
+  rc.r = rbf_make(&cfg);
   rc.n_ids = SLOW_BUILD ? 10000 : 50000;
   rbf_race_run(&rc, 4);
-  bk_rbf_info in = info_of(rc.r);
+  bk_rbf_info in = rbf_info_of(rc.r);
   uint64_t total = atomic_load(&rc.total_added);
   print_message(
       "4 threads: %llu keys added, threshold %llu, %llu recycles, "
@@ -482,7 +449,7 @@ static void test_bad_arguments(void **state) {
 #undef BAD
   bk_rbf_destroy(NULL);
 
-  r = make(&ok);
+  r = rbf_make(&ok);
   bk_hash h;
   bool out = true, added = true;
   double p = -1;
@@ -509,9 +476,17 @@ static void test_bad_arguments(void **state) {
   assert_bk_status(bk_rbf_info_get(NULL, &in), BK_EINVAL);
   assert_bk_status(bk_rbf_info_get(r, NULL), BK_EINVAL);
   /* Nothing was inserted by the failed calls. */
-  in = info_of(r);
+  in = rbf_info_of(r);
   assert_int_equal(in.inserted, 0);
   assert_true(est_of(r) == 0.0);
+  bk_rbf_destroy(r);
+}
+
+BK_TEST_DEFINE_OOM_MAKE(rbf, static)
+
+static void oom_create_check(void *check_ctx, bk_test_alloc *st, void *r) {
+  (void)check_ctx, (void)st;
+  assert_bk_ok(bk_rbf_add(r, "a", 1));
   bk_rbf_destroy(r);
 }
 
@@ -522,27 +497,8 @@ static void test_oom_create(void **state) {
       {.capacity = 10000, .fpp = 0.001, .target_fpp = 0.01},
   };
   for (size_t c = 0; c < 2; c++) {
-    unsigned failures = 0;
-    for (size_t fail_at = 1;; fail_at++) {
-      bk_test_alloc st;
-      bk_allocator al = bk_test_allocator(&st, fail_at);
-      bk_rbf_config cfg = base[c];
-      cfg.allocator = &al;
-      bk_rbf *r = SENTINEL;
-      bk_status s = bk_rbf_create(&r, &cfg);
-      if (s == BK_OK) {
-        assert_bk_ok(bk_rbf_add(r, "a", 1));
-        bk_rbf_destroy(r);
-        assert_int_equal(st.live, 0);
-        break;
-      }
-      if (s != BK_ENOMEM)
-        fail_msg("allocation %zu failing: %s", fail_at, bk_status_name(s));
-      assert_ptr_equal(r, SENTINEL);
-      assert_int_equal(st.live, 0);
-      failures++;
-      assert_true(fail_at < 100);
-    }
+    unsigned failures = bk_test_oom(rbf_oom_make, &base[c], oom_create_check,
+                                    NULL, false, 100, "create");
     assert_true(failures >= 2); /* the RBF and its Bloom filter */
   }
 }
@@ -571,25 +527,17 @@ enum {
   BLOOM_OFF_K = 42,
 };
 
-static unsigned char *rbf_snapshot(const bk_rbf *r, size_t *len) {
-  return bk_test_serialize(&bk_test_codec_rbf, r, len);
-}
-
 static bk_status try_load(const unsigned char *buf, size_t len, bk_rbf **out) {
   return bk_test_codec_load(&bk_test_codec_rbf, buf, len, (void **)out);
 }
 
 static bk_rbf *rbf_restore(const unsigned char *buf, size_t len,
                            const bk_allocator *al) {
-  bk_rbf *r = SENTINEL;
-  bk_status s = bk_rbf_deserialize(buf, len, al, &r);
-  if (s != BK_OK) fail_msg("bk_rbf_deserialize: %s", bk_status_name(s));
-  assert_true(r != NULL && r != SENTINEL);
-  return r;
+  return bk_test_restore(&bk_test_codec_rbf, buf, len, al);
 }
 
 static void expect_same_info(const bk_rbf *a, const bk_rbf *b) {
-  bk_rbf_info x = info_of(a), y = info_of(b);
+  bk_rbf_info x = rbf_info_of(a), y = rbf_info_of(b);
   assert_int_equal(x.m_bits, y.m_bits);
   assert_int_equal(x.k, y.k);
   assert_int_equal(x.inserted, y.inserted);
@@ -614,20 +562,22 @@ static void test_serialize_round_trip(void **state) {
       {.m_bits = 1000, .k = 64, .target_fpp = 0.3, .seed = test_seed(12)},
   };
   for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
-    bk_rbf *r = make(&cfgs[c]);
-    const uint64_t th = info_of(r).threshold;
+    bk_rbf *r = rbf_make(&cfgs[c]);
+    const uint64_t th = rbf_info_of(r).threshold;
     uint64_t id = 0;
     /* Empty, half full, and after a recycle. */
     for (unsigned stage = 0; stage < 3; stage++) {
       if (stage == 1)
-        while (info_of(r).inserted < th / 2) (void)add_new(r, hash_id(r, id++));
+        while (rbf_info_of(r).inserted < th / 2)
+          (void)rbf_add_new(r, rbf_hash_id(r, id++));
       if (stage == 2) {
-        while (info_of(r).recycles == 0) (void)add_new(r, hash_id(r, id++));
+        while (rbf_info_of(r).recycles == 0)
+          (void)rbf_add_new(r, rbf_hash_id(r, id++));
         for (unsigned i = 0; i < th / 3; i++)
-          (void)add_new(r, hash_id(r, id++));
+          (void)rbf_add_new(r, rbf_hash_id(r, id++));
       }
       size_t len;
-      unsigned char *blob = rbf_snapshot(r, &len);
+      unsigned char *blob = rbf_blob_of(r, &len);
       bk_test_alloc st;
       bk_allocator al = bk_test_allocator(&st, 0);
       bk_rbf *q = rbf_restore(blob, len, &al);
@@ -639,28 +589,29 @@ static void test_serialize_round_trip(void **state) {
       assert_true(h1.lo == h2.lo && h1.hi == h2.hi);
       /* Every answer agrees: the keys so far and absent probes. */
       for (uint64_t i = 0; i < id; i++)
-        assert_true(has(r, hash_id(r, i)) == has(q, hash_id(q, i)));
+        assert_true(rbf_has(r, rbf_hash_id(r, i)) ==
+                    rbf_has(q, rbf_hash_id(q, i)));
       for (uint64_t p = 0; p < 20000; p++)
-        assert_true(has(r, hash_id(r, ABSENT_TAG | p)) ==
-                    has(q, hash_id(q, ABSENT_TAG | p)));
+        assert_true(rbf_has(r, rbf_hash_id(r, ABSENT_TAG | p)) ==
+                    rbf_has(q, rbf_hash_id(q, ABSENT_TAG | p)));
       /* The restored filter serializes to the same bytes. */
       size_t len2;
-      unsigned char *blob2 = rbf_snapshot(q, &len2);
+      unsigned char *blob2 = rbf_blob_of(q, &len2);
       assert_int_equal(len2, len);
       assert_memory_equal(blob2, blob, len);
       free(blob2);
       /* Driven on identically (past the next recycle), they stay equal. */
       uint64_t id2 = id + 1000000;
-      const uint64_t rec = info_of(r).recycles;
-      for (uint64_t i = 0; info_of(r).recycles < rec + 1 || i < 50; i++) {
-        bk_hash h = hash_id(r, id2 + i);
-        bool a1 = add_new(r, h), a2 = add_new(q, h);
+      const uint64_t rec = rbf_info_of(r).recycles;
+      for (uint64_t i = 0; rbf_info_of(r).recycles < rec + 1 || i < 50; i++) {
+        bk_hash h = rbf_hash_id(r, id2 + i);
+        bool a1 = rbf_add_new(r, h), a2 = rbf_add_new(q, h);
         assert_true(a1 == a2);
         assert_true(i < 10 * th + 100);
       }
       expect_same_info(r, q);
-      unsigned char *b1 = rbf_snapshot(r, &len);
-      unsigned char *b2 = rbf_snapshot(q, &len2);
+      unsigned char *b1 = rbf_blob_of(r, &len);
+      unsigned char *b2 = rbf_blob_of(q, &len2);
       assert_int_equal(len, len2);
       assert_memory_equal(b1, b2, len);
       free(b1);
@@ -675,12 +626,13 @@ static void test_serialize_round_trip(void **state) {
 
 /* Something accepted must work as a filter. */
 static void rbf_exercise(bk_rbf *r) {
-  bk_rbf_info in = info_of(r);
+  bk_rbf_info in = rbf_info_of(r);
   assert_true(in.inserted < in.threshold);
-  for (uint64_t i = 0; i < 50; i++) (void)add_new(r, hash_id(r, 7000 + i));
+  for (uint64_t i = 0; i < 50; i++)
+    (void)rbf_add_new(r, rbf_hash_id(r, 7000 + i));
   (void)est_of(r);
   size_t len;
-  unsigned char *blob = rbf_snapshot(r, &len);
+  unsigned char *blob = rbf_blob_of(r, &len);
   bk_rbf *q = rbf_restore(blob, len, NULL);
   expect_same_info(r, q);
   bk_rbf_destroy(q);
@@ -694,14 +646,15 @@ static void test_deserialize_hostile(void **state) {
   const uint64_t seed = test_seed(13);
   bk_rbf_config cfg = {
       .m_bits = 1024, .k = 4, .target_fpp = 0.05, .seed = test_seed(13)};
-  bk_rbf *r = make(&cfg);
-  for (uint64_t i = 0; i < 40; i++) (void)add_new(r, hash_id(r, i));
-  assert_int_equal(info_of(r).recycles, 0);
+  bk_rbf *r = rbf_make(&cfg);
+  for (uint64_t i = 0; i < 40; i++) (void)rbf_add_new(r, rbf_hash_id(r, i));
+  assert_int_equal(rbf_info_of(r).recycles, 0);
   bk_test_codec_hostile(&bk_test_codec_rbf, r, seed);
   uint64_t id = 40;
-  while (info_of(r).recycles < 2) (void)add_new(r, hash_id(r, id++));
-  for (uint64_t i = 0; i < 10; i++) (void)add_new(r, hash_id(r, id++));
-  assert_true(info_of(r).inserted > 0);
+  while (rbf_info_of(r).recycles < 2)
+    (void)rbf_add_new(r, rbf_hash_id(r, id++));
+  for (uint64_t i = 0; i < 10; i++) (void)rbf_add_new(r, rbf_hash_id(r, id++));
+  assert_true(rbf_info_of(r).inserted > 0);
   bk_test_codec_hostile(&bk_test_codec_rbf, r, seed + 1);
   bk_rbf_destroy(r);
 }
@@ -748,11 +701,11 @@ static void test_deserialize_crafted(void **state) {
   (void)state;
   bk_rbf_config cfg = {
       .m_bits = 4096, .k = 3, .target_fpp = 0.05, .seed = test_seed(15)};
-  bk_rbf *r = make(&cfg);
-  for (uint64_t i = 0; i < 100; i++) (void)add_new(r, hash_id(r, i));
-  const bk_rbf_info in = info_of(r);
+  bk_rbf *r = rbf_make(&cfg);
+  for (uint64_t i = 0; i < 100; i++) (void)rbf_add_new(r, rbf_hash_id(r, i));
+  const bk_rbf_info in = rbf_info_of(r);
   size_t len, l;
-  unsigned char *blob = rbf_snapshot(r, &len);
+  unsigned char *blob = rbf_blob_of(r, &len);
   const unsigned char *bloom = blob + RBF_HLEN;
   const size_t blen = len - RBF_HLEN - 8;
   unsigned char *p;
@@ -793,8 +746,8 @@ static void test_deserialize_crafted(void **state) {
   {
     bk_rbf_config hi = cfg;
     hi.target_fpp = 0.999;
-    bk_rbf *rh = make(&hi);
-    const uint64_t th_hi = info_of(rh).threshold;
+    bk_rbf *rh = rbf_make(&hi);
+    const uint64_t th_hi = rbf_info_of(rh).threshold;
     bk_rbf_destroy(rh);
     assert_true(th_hi > th);
     CRAFT("threshold for target 0.999", BK_OK, ins, th_hi, 0, (void)0);
@@ -879,16 +832,16 @@ static void test_deserialize_crafted(void **state) {
   {
     bk_rbf *q = NULL;
     assert_bk_ok(try_load(p, l, &q));
-    assert_true(add_new(q, hash_id(q, ABSENT_TAG | 1)));
-    assert_int_equal(info_of(q).recycles, 6);
-    assert_int_equal(info_of(q).inserted, 0);
+    assert_true(rbf_add_new(q, rbf_hash_id(q, ABSENT_TAG | 1)));
+    assert_int_equal(rbf_info_of(q).recycles, 6);
+    assert_int_equal(rbf_info_of(q).inserted, 0);
     bk_rbf_destroy(q);
   }
   free(p);
 #undef CRAFT
   /* The original is unchanged. */
   size_t len2;
-  unsigned char *again = rbf_snapshot(r, &len2);
+  unsigned char *again = rbf_blob_of(r, &len2);
   assert_int_equal(len2, len);
   assert_memory_equal(again, blob, len);
   free(again);
@@ -899,42 +852,29 @@ static void test_deserialize_crafted(void **state) {
 static void test_serialize_bad_arguments(void **state) {
   (void)state;
   bk_rbf_config cfg = {.m_bits = 1000, .k = 3};
-  bk_rbf *r = make(&cfg);
+  bk_rbf *r = rbf_make(&cfg);
   bk_test_codec_arguments(&bk_test_codec_rbf, r);
   bk_rbf_destroy(r);
+}
+
+static void oom_load_check(void *src, bk_test_alloc *st, void *q) {
+  st->fail_at = 0;
+  expect_same_info(src, q);
+  for (uint64_t i = 0; i < 1000; i++)
+    assert_true(rbf_has(q, rbf_hash_id(q, i)));
 }
 
 static void test_oom_deserialize(void **state) {
   (void)state;
   bk_rbf_config cfg = {.capacity = 5000, .fpp = 0.01, .seed = test_seed(16)};
-  bk_rbf *r = make(&cfg);
-  for (uint64_t i = 0; i < 1000; i++) (void)add_new(r, hash_id(r, i));
+  bk_rbf *r = rbf_make(&cfg);
+  for (uint64_t i = 0; i < 1000; i++) (void)rbf_add_new(r, rbf_hash_id(r, i));
   size_t len;
-  unsigned char *blob = rbf_snapshot(r, &len);
+  unsigned char *blob = rbf_blob_of(r, &len);
   for (int sticky = 0; sticky <= 1; sticky++) {
-    unsigned failures = 0;
-    for (size_t fail_at = 1;; fail_at++) {
-      bk_test_alloc st;
-      bk_allocator al = bk_test_allocator(&st, fail_at);
-      st.fail_sticky = sticky;
-      bk_rbf *q = SENTINEL;
-      bk_status s = bk_rbf_deserialize(blob, len, &al, &q);
-      if (s == BK_OK) {
-        st.fail_at = 0;
-        expect_same_info(r, q);
-        for (uint64_t i = 0; i < 1000; i++) assert_true(has(q, hash_id(q, i)));
-        bk_rbf_destroy(q);
-        assert_int_equal(st.live, 0);
-        break;
-      }
-      if (s != BK_ENOMEM)
-        fail_msg("allocation %zu failing: %s", fail_at, bk_status_name(s));
-      assert_ptr_equal(q, SENTINEL);
-      if (st.live != 0)
-        fail_msg("allocation %zu failing: %zu blocks leaked", fail_at, st.live);
-      failures++;
-      assert_true(fail_at < 100);
-    }
+    unsigned failures =
+        bk_test_oom_load(&bk_test_codec_rbf, blob, len, oom_load_check, r,
+                         sticky, 100, "deserialize");
     assert_true(failures >= 2); /* the RBF and its Bloom filter */
   }
   free(blob);
@@ -977,7 +917,7 @@ static void test_bug_snapshot_during_recycle(void **state) {
   memset(&sr, 0, sizeof sr);
   bk_rbf_config cfg = {
       .m_bits = 1u << 20, .k = 1, .target_fpp = 1e-4, .seed = test_seed(17)};
-  sr.r = make(&cfg);
+  sr.r = rbf_make(&cfg);
   size_t size;
   assert_bk_ok(bk_rbf_serialized_size(sr.r, &size));
   unsigned char *buf = malloc(size);
@@ -1000,7 +940,7 @@ static void test_bug_snapshot_during_recycle(void **state) {
   }
   atomic_store(&sr.stop, 1);
   assert_int_equal(pthread_join(th, NULL), 0);
-  bk_rbf_info in = info_of(sr.r);
+  bk_rbf_info in = rbf_info_of(sr.r);
   free(buf);
   bk_rbf_destroy(sr.r);
   if (bad)

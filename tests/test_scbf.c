@@ -33,18 +33,8 @@ static void path_of(char *out, size_t cap, const char *name) {
   snprintf(out, cap, "%s/%s", g_dir, name);
 }
 
-static bk_scbf *make(const bk_scbf_config *cfg) {
-  bk_scbf *s = NULL;
-  assert_bk_ok(bk_scbf_create(&s, cfg));
-  assert_non_null(s);
-  return s;
-}
-
-static bk_scbf_info info_of(const bk_scbf *s) {
-  bk_scbf_info info;
-  assert_bk_ok(bk_scbf_info_get(s, &info));
-  return info;
-}
+BK_TEST_DEFINE_MAKE(scbf, static)
+BK_TEST_DEFINE_INFO_OF(scbf, static)
 
 static bool has(const bk_scbf *s, const void *key, size_t len) {
   bool found = false;
@@ -89,8 +79,8 @@ static void test_config_and_arguments(void **state) {
   }
   assert_bk_status(bk_scbf_create(NULL, &bad[1]), BK_EINVAL);
   assert_bk_status(bk_scbf_create(&s, NULL), BK_EINVAL);
-  s = make(&(bk_scbf_config){.capacity = 1000});
-  bk_scbf_info info = info_of(s);
+  s = scbf_make(&(bk_scbf_config){.capacity = 1000});
+  bk_scbf_info info = scbf_info_of(s);
   assert_int_equal(info.n_filters, 1);
   assert_int_equal(info.max_filters, 32);
   assert_int_equal(info.counter_bits, 4);
@@ -139,9 +129,9 @@ static void test_config_and_arguments(void **state) {
 /* Growth, id ranges, removes by id, EFULL. */
 static void test_ranges_and_growth(void **state) {
   (void)state;
-  bk_scbf *s = make(&(bk_scbf_config){.capacity = 100, .fpp = 0.01});
+  bk_scbf *s = scbf_make(&(bk_scbf_config){.capacity = 100, .fpp = 0.01});
   for (uint64_t i = 1; i <= 1000; i++) assert_bk_ok(bk_scbf_add(s, &i, 8, i));
-  bk_scbf_info info = info_of(s);
+  bk_scbf_info info = scbf_info_of(s);
   /* capacities 100, 200, 400, 800: the 701st key opens filter 3 */
   assert_int_equal(info.n_filters, 4);
   assert_int_equal(info.count, 1000);
@@ -169,7 +159,7 @@ static void test_ranges_and_growth(void **state) {
   assert_bk_status(bk_scbf_remove(s, "late", 4, 900), BK_ENOTFOUND);
   assert_bk_status(bk_scbf_remove(s, "late", 4, 5000), BK_ENOTFOUND);
   assert_bk_ok(bk_scbf_remove(s, "late", 4, 50));
-  info = info_of(s);
+  info = scbf_info_of(s);
   assert_int_equal(info.seqnum, 1003);
   for (uint64_t i = 1; i <= 1000; i += 2)
     assert_bk_ok(bk_scbf_remove(s, &i, 8, i));
@@ -180,13 +170,13 @@ static void test_ranges_and_growth(void **state) {
   bk_scbf_destroy(s);
 
   /* max_filters: the add that needs a third filter is refused, unchanged. */
-  s = make(&(bk_scbf_config){.capacity = 10, .max_filters = 2});
+  s = scbf_make(&(bk_scbf_config){.capacity = 10, .max_filters = 2});
   uint64_t i = 1;
   for (; i <= 30; i++) assert_bk_ok(bk_scbf_add(s, &i, 8, i));
-  info = info_of(s);
+  info = scbf_info_of(s);
   assert_int_equal(info.n_filters, 2);
   assert_bk_status(bk_scbf_add(s, &i, 8, i), BK_EFULL);
-  bk_scbf_info after = info_of(s);
+  bk_scbf_info after = scbf_info_of(s);
   assert_int_equal(after.seqnum, info.seqnum);
   assert_int_equal(after.count, 30);
   /* ...but an id inside the newest range still goes there */
@@ -198,10 +188,10 @@ static void test_ranges_and_growth(void **state) {
 static void test_compound_fpp(void **state) {
   (void)state;
   const double target = 0.02;
-  bk_scbf *s = make(&(bk_scbf_config){.capacity = 2000, .fpp = target});
+  bk_scbf *s = scbf_make(&(bk_scbf_config){.capacity = 2000, .fpp = target});
   uint64_t n = 2000 + 4000 + 8000 + 16000; /* four filters exactly full */
   for (uint64_t i = 0; i < n; i++) assert_bk_ok(bk_scbf_add(s, &i, 8, i));
-  bk_scbf_info info = info_of(s);
+  bk_scbf_info info = scbf_info_of(s);
   assert_int_equal(info.n_filters, 4);
   uint64_t fp = 0, probes = 200000;
   for (uint64_t i = 0; i < probes; i++) {
@@ -221,7 +211,7 @@ static void test_compound_fpp(void **state) {
 
 static void test_seqnums_in_memory(void **state) {
   (void)state;
-  bk_scbf *s = make(&(bk_scbf_config){.capacity = 100});
+  bk_scbf *s = scbf_make(&(bk_scbf_config){.capacity = 100});
   uint64_t mem, disk;
   assert_bk_ok(bk_scbf_add(s, "a", 1, 1));
   assert_bk_ok(bk_scbf_mem_seqnum(s, &mem));
@@ -236,12 +226,12 @@ static void test_seqnums_in_memory(void **state) {
 }
 
 static bk_scbf *small_populated(unsigned bits, bk_bloom_layout layout) {
-  bk_scbf *s = make(&(bk_scbf_config){.capacity = 8,
-                                      .fpp = 0.2,
-                                      .counter_bits = bits,
-                                      .layout = layout,
-                                      .hash_alg = BK_HASH_MURMUR3,
-                                      .seed = 5});
+  bk_scbf *s = scbf_make(&(bk_scbf_config){.capacity = 8,
+                                           .fpp = 0.2,
+                                           .counter_bits = bits,
+                                           .layout = layout,
+                                           .hash_alg = BK_HASH_MURMUR3,
+                                           .seed = 5});
   for (uint64_t i = 1; i <= 20; i++) assert_bk_ok(bk_scbf_add(s, &i, 8, i * 3));
   for (int i = 0; i < 20; i++) assert_bk_ok(bk_scbf_add(s, "hot", 3, 60));
   assert_bk_ok(bk_scbf_remove(s, &(uint64_t){2}, 8, 6));
@@ -252,14 +242,14 @@ static void test_codec(void **state) {
   (void)state;
   uint64_t seed = bk_test_seed(0x5CBF);
   bk_scbf *s = small_populated(4, BK_BLOOM_STANDARD);
-  assert_int_equal(info_of(s).n_filters, 2);
+  assert_int_equal(scbf_info_of(s).n_filters, 2);
   size_t len;
   unsigned char *blob = bk_test_serialize(&bk_test_codec_scbf, s, &len);
   bk_scbf *g = NULL;
   assert_bk_ok(bk_test_codec_load(&bk_test_codec_scbf, blob, len, (void **)&g));
   for (uint64_t i = 1; i <= 20; i++)
     if (i != 2) assert_true(has(g, &i, 8));
-  assert_int_equal(info_of(g).seqnum, info_of(s).seqnum);
+  assert_int_equal(scbf_info_of(g).seqnum, scbf_info_of(s).seqnum);
   bk_scbf_destroy(g);
   /* Field rules the harness cannot know. */
   const bk_test_codec *c = &bk_test_codec_scbf;
@@ -303,7 +293,7 @@ static void test_oom(void **state) {
     for (; i <= 40 && r == BK_OK; i++) r = bk_scbf_add(s, &i, 8, i);
     if (r != BK_OK) {
       assert_int_equal(r, BK_ENOMEM);
-      bk_scbf_info info = info_of(s);
+      bk_scbf_info info = scbf_info_of(s);
       assert_int_equal(info.count, i - 2);
     } else {
       done = true;
@@ -333,7 +323,7 @@ static void test_file_basic(void **state) {
   bk_scbf_config cfg = {.capacity = 200, .fpp = 0.01, .counter_bits = 8};
   assert_bk_ok(bk_scbf_open(&s, path, &cfg));
   for (uint64_t i = 1; i <= 700; i++) assert_bk_ok(bk_scbf_add(s, &i, 8, i));
-  bk_scbf_info info = info_of(s);
+  bk_scbf_info info = scbf_info_of(s);
   assert_int_equal(info.n_filters, 3);
   assert_true(info.file_backed);
   assert_int_equal(info.file_size, file_size(path));
@@ -350,7 +340,7 @@ static void test_file_basic(void **state) {
   bk_scbf_destroy(s);
   s = NULL;
   assert_bk_ok(bk_scbf_open(&s, path, NULL));
-  info = info_of(s);
+  info = scbf_info_of(s);
   assert_int_equal(info.n_filters, 3);
   assert_int_equal(info.mem_seqnum, 702);
   assert_int_equal(info.disk_seqnum, 701);
@@ -364,11 +354,11 @@ static void test_file_basic(void **state) {
   free(blob2);
   /* and it keeps growing after a reopen */
   for (uint64_t i = 701; i <= 1600; i++) assert_bk_ok(bk_scbf_add(s, &i, 8, i));
-  assert_int_equal(info_of(s).n_filters, 4);
+  assert_int_equal(scbf_info_of(s).n_filters, 4);
   bk_scbf_destroy(s);
   /* A matching config reopens; another is refused. */
   assert_bk_ok(bk_scbf_open(&s, path, &cfg));
-  assert_int_equal(info_of(s).n_filters, 4);
+  assert_int_equal(scbf_info_of(s).n_filters, 4);
   bk_scbf_destroy(s);
   s = NULL;
   cfg.fpp = 0.02;
@@ -553,8 +543,8 @@ static void test_file_unwritten_bytes_set(void **state) {
   bk__cbf_params fp;
   assert_bk_ok(bk__scbf_filter_params(&p, 0, &fp, NULL));
   /* Storage is whole 64-byte blocks: the last byte is padding. */
-  assert_true(fp.m * fp.width <= 8 * (bk__scbf_record_bytes(&fp) -
-                                      BK__SCBF_RECORD_HEADER - 1));
+  assert_true(fp.m * fp.width <=
+              8 * (bk__scbf_record_bytes(&fp) - BK__SCBF_RECORD_HEADER - 1));
   bk_scbf *s = NULL;
   assert_bk_ok(bk_scbf_open(&s, path, &cfg));
   bk_scbf_destroy(s);
@@ -584,7 +574,7 @@ static void test_file_hostile(void **state) {
   bk_scbf *s = NULL;
   assert_bk_ok(bk_scbf_open(&s, good, &(bk_scbf_config){.capacity = 20}));
   for (uint64_t i = 1; i <= 100; i++) assert_bk_ok(bk_scbf_add(s, &i, 8, i));
-  assert_int_equal(info_of(s).n_filters, 3);
+  assert_int_equal(scbf_info_of(s).n_filters, 3);
   uint64_t rec[3];
   for (unsigned f = 0; f < 3; f++) {
     bk__scbf_params p;
@@ -690,7 +680,7 @@ static void test_dablooms_procedure(void **state) {
     assert_bk_ok(bk_scbf_remove(s, w, n, i + 1));
   }
   assert_bk_ok(bk_scbf_flush(s));
-  unsigned filters = info_of(s).n_filters;
+  unsigned filters = scbf_info_of(s).n_filters;
   bk_scbf_destroy(s);
   s = NULL;
   assert_bk_ok(bk_scbf_open(&s, path, NULL));
@@ -730,7 +720,7 @@ static void test_dablooms_procedure(void **state) {
   }
   bk_scbf_filter_info fi;
   assert_bk_ok(bk_scbf_filter_info_get(s, 0, &fi));
-  assert_int_equal(info_of(s).n_filters, 1);
+  assert_int_equal(scbf_info_of(s).n_filters, 1);
   double want;
   assert_bk_ok(bk_params_fpp(fi.m_counters, fi.k, N_WORDS / 2, &want));
   rate = (double)fp / (double)(N_WORDS / 2);
@@ -909,7 +899,7 @@ static void test_concurrent_readers(void **state) {
     if (backed)
       assert_bk_ok(bk_scbf_open(&c.s, path, &cfg));
     else
-      c.s = make(&cfg);
+      c.s = scbf_make(&cfg);
     pthread_t t[2];
     for (int i = 0; i < 2; i++)
       assert_int_equal(pthread_create(&t[i], NULL, reader, &c), 0);
@@ -926,7 +916,7 @@ static void test_concurrent_readers(void **state) {
     atomic_store(&c.stop, true);
     for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
     assert_int_equal(atomic_load(&c.misses), 0);
-    assert_true(info_of(c.s).n_filters >= 5);
+    assert_true(scbf_info_of(c.s).n_filters >= 5);
     bk_scbf_destroy(c.s);
   }
   unlink(path);

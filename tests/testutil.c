@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Test helpers: the counting, failure-injecting allocator and seed handling.
+ * Test helpers: the counting, failure-injecting allocator, seed handling,
+ * the start of every main, and wall-clock time.
  * Each block carries a 16-byte header holding its size so frees can be
  * accounted without a lookup table.
  */
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define HDR 16u
 
@@ -80,6 +82,93 @@ uint64_t bk_test_seed(uint64_t fallback) {
     printed = 1;
   }
   return seed;
+}
+
+void bk_test_begin(uint64_t seed_fallback) {
+  (void)bk_test_seed(seed_fallback); /* prints the seed banner once */
+  const char *filter = getenv("BK_TEST_FILTER");
+  if (filter && *filter) cmocka_set_test_filter(filter);
+}
+
+double bk_test_now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void bk_test_sleep_ms(unsigned ms) {
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+unsigned bk_test_oom(bk_test_oom_make make, const void *make_ctx,
+                     bk_test_oom_check check, void *check_ctx, bool sticky,
+                     size_t max_at, const char *what) {
+  static char untouched;
+  unsigned failures = 0;
+  for (size_t fail_at = 1;; fail_at++) {
+    bk_test_alloc st;
+    bk_allocator al = bk_test_allocator(&st, fail_at);
+    st.fail_sticky = sticky;
+    void *obj = &untouched;
+    bk_status s = make(make_ctx, &al, &obj);
+    if (s == BK_OK) {
+      assert_true(obj != NULL && obj != (void *)&untouched);
+      check(check_ctx, &st, obj);
+      if (st.live != 0 || st.live_bytes != 0)
+        fail_msg("%s: %zu blocks left after destroy", what, st.live);
+      return failures;
+    }
+    if (s != BK_ENOMEM)
+      fail_msg("%s: allocation %zu failing: %s", what, fail_at,
+               bk_status_name(s));
+    assert_ptr_equal(obj, &untouched);
+    if (st.live != 0 || st.live_bytes != 0)
+      fail_msg("%s: allocation %zu failing: %zu blocks leaked", what, fail_at,
+               st.live);
+    failures++;
+    if (fail_at >= max_at)
+      fail_msg("%s: allocation %zu still fails", what, fail_at);
+  }
+}
+
+typedef struct oom_load {
+  const bk_test_codec *codec;
+  const unsigned char *blob;
+  size_t len;
+  bk_test_oom_check check;
+  void *check_ctx;
+} oom_load;
+
+static bk_status oom_load_make(const void *make_ctx, const bk_allocator *al,
+                               void **out) {
+  const oom_load *o = make_ctx;
+  return o->codec->deserialize(o->blob, o->len, al, out);
+}
+
+static void oom_load_check(void *check_ctx, bk_test_alloc *st, void *obj) {
+  const oom_load *o = check_ctx;
+  o->check(o->check_ctx, st, obj);
+  o->codec->destroy(obj);
+}
+
+unsigned bk_test_oom_load(const bk_test_codec *c, const unsigned char *blob,
+                          size_t len, bk_test_oom_check check, void *check_ctx,
+                          bool sticky, size_t max_at, const char *what) {
+  oom_load o = {c, blob, len, check, check_ctx};
+  return bk_test_oom(oom_load_make, &o, oom_load_check, &o, sticky, max_at,
+                     what);
+}
+
+void *bk_test_restore(const bk_test_codec *c, const unsigned char *blob,
+                      size_t len, const bk_allocator *al) {
+  static char untouched;
+  void *obj = &untouched;
+  bk_status s = c->deserialize(blob, len, al, &obj);
+  if (s != BK_OK) fail_msg("deserialize %s: %s", c->name, bk_status_name(s));
+  assert_true(obj != NULL && obj != (void *)&untouched);
+  return obj;
 }
 
 void bk_test_spin_wait(bk_test_spin_barrier *b) {

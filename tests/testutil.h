@@ -42,6 +42,16 @@ static inline uint64_t bk_test_next(uint64_t *state) {
  * a failing run can be reproduced. */
 uint64_t bk_test_seed(uint64_t fallback);
 
+/* The start of every test program's main: prints the seed banner (the seed
+ * from BK_TEST_SEED, else `seed_fallback`) and applies BK_TEST_FILTER (a
+ * cmocka glob) when set, so a subset can run. */
+void bk_test_begin(uint64_t seed_fallback);
+
+/* Monotonic wall time in seconds, and a sleep of `ms` milliseconds that
+ * resumes after signals. */
+double bk_test_now_seconds(void);
+void bk_test_sleep_ms(unsigned ms);
+
 /* ---- the codec hostile-input harness (codec_harness.c) -------------------
  * The codec descriptors (bk_test_codec_<type>) and bk_test_reseal come from
  * codecs.h. */
@@ -86,6 +96,13 @@ bk_status bk_test_codec_load(const bk_test_codec *c, const unsigned char *blob,
  * BK_EINVAL with the out-parameter untouched. */
 void bk_test_codec_arguments(const bk_test_codec *c, const void *obj);
 
+/* What each worker thread of a race gets: the state the workers share and
+ * the worker's index. */
+typedef struct bk_test_worker {
+  void *shared;
+  unsigned tid;
+} bk_test_worker;
+
 /* A two-thread spinning barrier: both threads leave within nanoseconds of
  * each other (a futex-based pthread barrier can skew them by tens of
  * microseconds), which is what makes concurrency tests race on the same
@@ -103,12 +120,113 @@ void bk_test_codec_expect_edit(const bk_test_codec *c,
                                size_t off, unsigned width, uint64_t value,
                                bk_status want, const char *what);
 
+/* ---- the per-type one-liners ---------------------------------------------
+ * Every type's tests want the same few calls that must succeed, so they are
+ * written once here and stamped out per type: BK_TEST_DEFINE_MAKE(rbf,
+ * static) defines `static bk_rbf *rbf_make(const bk_rbf_config *)`.
+ * `linkage` is `static` in a test program, or empty in a helper file whose
+ * header declares the functions (tests/fbf_helpers.c). Each fails the test
+ * on any status other than BK_OK. */
+
+/* T_make: bk_<T>_create that must succeed. */
+#define BK_TEST_DEFINE_MAKE(T, linkage)                                  \
+  linkage bk_##T *T##_make(const bk_##T##_config *cfg) {                 \
+    bk_##T *obj = NULL;                                                  \
+    bk_status s = bk_##T##_create(&obj, cfg);                            \
+    if (s != BK_OK) fail_msg("bk_" #T "_create: %s", bk_status_name(s)); \
+    assert_non_null(obj);                                                \
+    return obj;                                                          \
+  }
+
+/* T_info_of: bk_<T>_info_get that must succeed. */
+#define BK_TEST_DEFINE_INFO_OF(T, linkage)               \
+  linkage bk_##T##_info T##_info_of(const bk_##T *obj) { \
+    bk_##T##_info in;                                    \
+    assert_bk_ok(bk_##T##_info_get(obj, &in));           \
+    return in;                                           \
+  }
+
+/* T_blob_of: obj serialized into an exact-size malloc'd blob through the
+ * type's codec (codecs.h; the caller frees it). */
+#define BK_TEST_DEFINE_BLOB_OF(T, linkage)                             \
+  linkage unsigned char *T##_blob_of(const bk_##T *obj, size_t *len) { \
+    return bk_test_serialize(&bk_test_codec_##T, obj, len);            \
+  }
+
+/* For the set types: T_hash_id (the digest of id as 8 little-endian bytes),
+ * T_has (contains_hash) and T_add_new (add_if_absent_hash: true when the
+ * element was new and is now added). */
+#define BK_TEST_DEFINE_HASH_SET(T, linkage)                                  \
+  linkage bk_hash T##_hash_id(const bk_##T *obj, uint64_t id) {              \
+    unsigned char kb[8];                                                     \
+    bk_hash h;                                                               \
+    for (unsigned i = 0; i < 8; i++) kb[i] = (unsigned char)(id >> (8 * i)); \
+    assert_bk_ok(bk_##T##_hash(obj, kb, sizeof kb, &h));                     \
+    return h;                                                                \
+  }                                                                          \
+  linkage bool T##_has(const bk_##T *obj, bk_hash h) {                       \
+    bool out = false;                                                        \
+    assert_bk_ok(bk_##T##_contains_hash(obj, h, &out));                      \
+    return out;                                                              \
+  }                                                                          \
+  linkage bool T##_add_new(bk_##T *obj, bk_hash h) {                         \
+    bool added = false;                                                      \
+    assert_bk_ok(bk_##T##_add_if_absent_hash(obj, h, &added));               \
+    return added;                                                            \
+  }
+
+/* OOM injection (libuv's test-loop-oom): calls make(make_ctx, al, &obj)
+ * with an allocator failing its Nth allocation (and every later one when
+ * `sticky`), N = 1, 2, ..., until it returns BK_OK. Any other status must
+ * be BK_ENOMEM with obj untouched and nothing left allocated; on BK_OK,
+ * check(check_ctx, st, obj) runs the case's checks on the object (it may
+ * set st->fail_at = 0 first so they can allocate) and destroys it, and
+ * nothing may be left. Fails the test when allocation `max_at` still
+ * fails. Returns how many attempts failed; `what` names the case. */
+typedef bk_status (*bk_test_oom_make)(const void *make_ctx,
+                                      const bk_allocator *al, void **out);
+typedef void (*bk_test_oom_check)(void *check_ctx, bk_test_alloc *st,
+                                  void *obj);
+unsigned bk_test_oom(bk_test_oom_make make, const void *make_ctx,
+                     bk_test_oom_check check, void *check_ctx, bool sticky,
+                     size_t max_at, const char *what);
+
+/* bk_test_oom over loading blob[0, len) through the codec; check need not
+ * destroy the object (the codec does after it). */
+unsigned bk_test_oom_load(const bk_test_codec *c, const unsigned char *blob,
+                          size_t len, bk_test_oom_check check, void *check_ctx,
+                          bool sticky, size_t max_at, const char *what);
+
+/* T_oom_make: a bk_test_oom_make creating a bk_<T> from the bk_<T>_config
+ * at make_ctx with the failing allocator. */
+#define BK_TEST_DEFINE_OOM_MAKE(T, linkage)                                    \
+  linkage bk_status T##_oom_make(const void *make_ctx, const bk_allocator *al, \
+                                 void **out) {                                 \
+    bk_##T##_config cfg = *(const bk_##T##_config *)make_ctx;                  \
+    cfg.allocator = al;                                                        \
+    bk_##T *obj = *out;                                                        \
+    bk_status s = bk_##T##_create(&obj, &cfg);                                 \
+    *out = obj;                                                                \
+    return s;                                                                  \
+  }
+
+/* Deserialize blob[0, len) through the codec with `al` (NULL: libc); fails
+ * the test unless it loads and sets the out-parameter. */
+void *bk_test_restore(const bk_test_codec *c, const unsigned char *blob,
+                      size_t len, const bk_allocator *al);
+
 /* Sanitizer and unoptimised builds run the heavy tests with less work. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
     !defined(__OPTIMIZE__)
 #define BK_TEST_SLOW_BUILD 1
 #else
 #define BK_TEST_SLOW_BUILD 0
+#endif
+/* Thread-sanitizer builds: the concurrency tests run shorter races. */
+#if defined(__SANITIZE_THREAD__)
+#define BK_TEST_TSAN_BUILD 1
+#else
+#define BK_TEST_TSAN_BUILD 0
 #endif
 
 #define assert_bk_ok(expr) assert_int_equal((expr), BK_OK)

@@ -211,6 +211,21 @@ BK_API bk_status bk_kbf_compress(bk_kbf *f);
 /** Counters and shape. Errors: BK_EINVAL. Cost: O(m). */
 BK_API bk_status bk_kbf_info_get(const bk_kbf *f, bk_kbf_info *out);
 
+/**
+ * The counters of the k cells a digest maps to (a read-only look at the
+ * cells, for experiments that try a decoding rule of their own, such as
+ * the paper's Algorithm 6 as written). counters[i] is the counter of the
+ * cell at the key's i-th position, in the order the filter takes them; a
+ * position that occurs twice reads the same cell twice; a saturated
+ * counter reads as its maximum (7 for 32-bit cells, 255 for 64-bit). The
+ * encodings are not shown. Writes k entries (at most BK_K_MAX = 64) and
+ * sets *written = k. Errors: BK_EINVAL (a NULL argument, cap < k: nothing
+ * written). Cost: O(k), no allocation.
+ */
+BK_API bk_status bk_kbf_cell_counters_hash(const bk_kbf *f, bk_hash h,
+                                           uint8_t *counters, size_t cap,
+                                           size_t *written);
+
 /** Serialized form: parameters, value table and cells (the s-kBF is
  * rebuilt from the table on load). See bk_bloom for the calling pattern. */
 BK_API bk_status bk_kbf_serialized_size(const bk_kbf *f, size_t *out);

@@ -19,6 +19,8 @@
  * them all, so its (up to k) cache misses overlap, then updates; a remove
  * reads all k counters before it writes any (nothing changes when one is
  * zero).
+ *
+ * The serialized form is in cbf_io.c.
  */
 #include <math.h>
 #include <string.h>
@@ -27,22 +29,10 @@
 #include "core/hash_fast.h"
 #include "cbf/cbf_internal.h"
 
-#define CBF_VERSION 1
-/* 24 prefix + m u64, capacity u64, seed u64, k u8, width u8, layout u8,
- * hash_alg u8, reserved u32 */
-#define CBF_HEADER_LEN (BK__PREFIX_SIZE + 32u)
 #define GOLDEN 0x9E3779B97F4A7C15ull
 
 static unsigned log2_width(unsigned w) {
   return w == 4 ? 2 : w == 8 ? 3 : w == 16 ? 4 : 5;
-}
-static bool width_ok(unsigned w) {
-  return w == 4 || w == 8 || w == 16 || w == 32;
-}
-
-/* Counters per 64-byte block. */
-static uint64_t cells_per_block(unsigned width) {
-  return BK__CBF_BLOCK_BYTES * 8u / width;
 }
 
 /* ---- sizing ---------------------------------------------------------- */
@@ -69,13 +59,13 @@ static bk_status blocked_m(uint64_t capacity, double fpp, unsigned k,
 bk_status bk__cbf_resolve(const bk_cbf_config *cfg, bk__cbf_params *out) {
   BK_RETURN_IF(!cfg || !out, BK_EINVAL);
   unsigned width = cfg->counter_bits ? cfg->counter_bits : 4;
-  BK_RETURN_IF(!width_ok(width), BK_EINVAL);
-  BK_RETURN_IF(cfg->layout != BK_BLOOM_STANDARD &&
-                   cfg->layout != BK_BLOOM_BLOCKED,
-               BK_EINVAL);
+  BK_RETURN_IF(!bk__cbf_width_ok(width), BK_EINVAL);
+  BK_RETURN_IF(
+      cfg->layout != BK_BLOOM_STANDARD && cfg->layout != BK_BLOOM_BLOCKED,
+      BK_EINVAL);
   BK_RETURN_IF(!bk__hash_alg_valid(cfg->hash_alg, cfg->seed), BK_EINVAL);
   BK_RETURN_IF(cfg->k > BK_K_MAX, BK_EINVAL);
-  const unsigned cells = (unsigned)cells_per_block(width);
+  const unsigned cells = (unsigned)bk__cbf_cells_per_block(width);
   uint64_t m;
   unsigned k = cfg->k;
   uint64_t capacity = 0;
@@ -133,8 +123,8 @@ void bk__cbf_view(bk_cbf *f, const bk__cbf_params *p, void *storage) {
   f->owned = false;
 }
 
-static bk_status cbf_new(bk_cbf **out, const bk__alloc *al,
-                         const bk__cbf_params *p) {
+bk_status bk__cbf_new(bk_cbf **out, const bk__alloc *al,
+                      const bk__cbf_params *p) {
   bk_cbf *f = bk__calloc(al, 1, sizeof *f);
   BK_RETURN_IF(!f, BK_ENOMEM);
   bk__region region;
@@ -157,7 +147,7 @@ bk_status bk_cbf_create(bk_cbf **out, const bk_cbf_config *cfg) {
   BK_TRY(bk__alloc_init(&al, cfg->allocator));
   bk__cbf_params p;
   BK_TRY(bk__cbf_resolve(cfg, &p));
-  BK_TRY(cbf_new(out, &al, &p));
+  BK_TRY(bk__cbf_new(out, &al, &p));
   (*out)->single_writer = cfg->single_writer;
   return BK_OK;
 }
@@ -575,95 +565,5 @@ bk_status bk_cbf_info_get(const bk_cbf *f, bk_cbf_info *out) {
   bk__cbf_census(f, &out->nonzero, &out->saturated);
   out->fill_fpp = pow((double)out->nonzero / (double)f->m, (double)f->k);
   out->memory = sizeof *f + (f->owned ? f->region.size : 0);
-  return BK_OK;
-}
-
-/* ---- serialized form --------------------------------------------------
- *
- *   24 u64 m   32 u64 capacity   40 u64 seed   48 u8 k   49 u8 width
- *   50 u8 layout   51 u8 hash_alg   52 u32 reserved (0)
- * Payload: the storage words, little-endian, n_blocks * 64 bytes.
- */
-
-bk_status bk_cbf_serialized_size(const bk_cbf *f, size_t *out) {
-  BK_RETURN_IF(!f || !out, BK_EINVAL);
-  *out = CBF_HEADER_LEN + (size_t)f->n_blocks * BK__CBF_BLOCK_BYTES +
-         BK__TRAILER_SIZE;
-  return BK_OK;
-}
-
-bk_status bk_cbf_serialize(const bk_cbf *f, void *buf, size_t cap,
-                           size_t *written) {
-  size_t need;
-  BK_RETURN_IF(!buf || !written, BK_EINVAL);
-  BK_TRY(bk_cbf_serialized_size(f, &need));
-  BK_RETURN_IF(cap < need, BK_EINVAL);
-  unsigned char *p = buf;
-  const uint64_t payload = f->n_blocks * BK__CBF_BLOCK_BYTES;
-  bk__format_write_prefix(p, CBF_VERSION, BK__TYPE_CBF, CBF_HEADER_LEN,
-                          payload);
-  bk__store_le64(p + 24, f->m);
-  bk__store_le64(p + 32, f->capacity);
-  bk__store_le64(p + 40, f->seed);
-  p[48] = (unsigned char)f->k;
-  p[49] = (unsigned char)f->width;
-  p[50] = (unsigned char)f->layout;
-  p[51] = (unsigned char)f->hash_alg;
-  bk__store_le32(p + 52, 0);
-  unsigned char *q = p + CBF_HEADER_LEN;
-  for (uint64_t i = 0; i < f->n_blocks * 8; i++)
-    bk__store_le64(q + 8 * i, __atomic_load_n(&f->words[i], __ATOMIC_RELAXED));
-  bk__format_write_trailer(p, CBF_HEADER_LEN + payload);
-  *written = need;
-  return BK_OK;
-}
-
-bk_status bk_cbf_deserialize(const void *buf, size_t len,
-                             const bk_allocator *allocator, bk_cbf **out) {
-  BK_RETURN_IF(!buf || !out, BK_EINVAL);
-  bk__format_view v;
-  BK_TRY(bk__format_open(buf, len, BK__TYPE_CBF, CBF_VERSION, CBF_HEADER_LEN,
-                         &v));
-  const unsigned char *p = buf;
-  bk__cbf_params pr = {.m = bk__load_le64(p + 24),
-                       .capacity = bk__load_le64(p + 32),
-                       .seed = bk__load_le64(p + 40),
-                       .k = p[48],
-                       .width = p[49],
-                       .layout = p[50],
-                       .hash_alg = (bk_hash_alg)p[51]};
-  BK_RETURN_IF(bk__load_le32(p + 52) != 0, BK_ECORRUPT);
-  BK_RETURN_IF(pr.k == 0 || pr.k > BK_K_MAX || !width_ok(pr.width),
-               BK_ECORRUPT);
-  BK_RETURN_IF(pr.layout != BK_BLOOM_STANDARD && pr.layout != BK_BLOOM_BLOCKED,
-               BK_ECORRUPT);
-  BK_RETURN_IF(pr.hash_alg != BK_HASH_XXH3 && pr.hash_alg != BK_HASH_MURMUR3,
-               BK_ECORRUPT);
-  BK_RETURN_IF(!bk__hash_alg_valid(pr.hash_alg, pr.seed), BK_ECORRUPT);
-  BK_RETURN_IF(pr.m == 0 || pr.m > BK__CBF_COUNTERS_MAX, BK_ECORRUPT);
-  BK_RETURN_IF(pr.capacity > BK__CBF_COUNTERS_MAX, BK_ECORRUPT);
-  if (pr.layout == BK_BLOOM_BLOCKED)
-    BK_RETURN_IF(pr.m % cells_per_block(pr.width) != 0, BK_ECORRUPT);
-  const size_t bytes = bk__cbf_storage_bytes(&pr);
-  BK_RETURN_IF(v.payload_len != bytes, BK_ECORRUPT);
-  /* Counters past m (padding of the last block) are zero. */
-  const uint64_t used_bits = pr.m * pr.width;
-  for (uint64_t bit = used_bits; bit < (uint64_t)bytes * 8;) {
-    if (bit % 64 == 0) {
-      BK_RETURN_IF(bk__load_le64(v.payload + bit / 8) != 0, BK_ECORRUPT);
-      bit += 64;
-    } else {
-      uint64_t w = bk__load_le64(v.payload + bit / 64 * 8);
-      BK_RETURN_IF(w >> (bit % 64) != 0, BK_ECORRUPT);
-      bit += 64 - bit % 64;
-    }
-  }
-  bk__alloc al;
-  BK_TRY(bk__alloc_init(&al, allocator));
-  bk_cbf *f;
-  BK_TRY(cbf_new(&f, &al, &pr));
-  for (uint64_t i = 0; i < bytes / 8; i++)
-    f->words[i] = bk__load_le64(v.payload + 8 * i);
-  *out = f;
   return BK_OK;
 }

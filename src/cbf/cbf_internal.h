@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to src/cbf: the counting filter's struct and the calls the
- * scalable filter builds on (a bk_cbf can be a view over storage it does
- * not own, e.g. a region of a memory-mapped file).
+ * Private to src/cbf: the counting filter's struct and the calls that
+ * cbf_io.c (its serialized form) and the scalable filter build on (a
+ * bk_cbf can be a view over storage it does not own, e.g. a region of a
+ * memory-mapped file).
  */
 #ifndef BLOOMKIT_SRC_CBF_INTERNAL_H
 #define BLOOMKIT_SRC_CBF_INTERNAL_H
@@ -28,8 +29,8 @@ struct bk_cbf {
   unsigned layout;    /* bk_bloom_layout */
   unsigned log_cells; /* blocked: log2 of counters per block */
   bk_hash_alg hash_alg;
-  uint32_t max; /* a counter's maximum */
-  bool owned;   /* words come from region (else a view) */
+  uint32_t max;       /* a counter's maximum */
+  bool owned;         /* words come from region (else a view) */
   bool single_writer; /* updates without locked instructions */
   bk__alloc alloc;
   bk__region region;
@@ -56,6 +57,21 @@ BK_API size_t bk__cbf_storage_bytes(const bk__cbf_params *p);
  * aligned, zeroed or holding valid counters), not owned: destroy must not be
  * called on it. */
 BK_API void bk__cbf_view(bk_cbf *f, const bk__cbf_params *p, void *storage);
+
+/* A filter owning new zeroed storage for p (valid parameters), keeping the
+ * allocator. Errors: BK_ENOMEM. */
+bk_status bk__cbf_new(bk_cbf **out, const bk__alloc *al,
+                      const bk__cbf_params *p);
+
+/* Counter widths a filter may have. */
+static inline bool bk__cbf_width_ok(unsigned w) {
+  return w == 4 || w == 8 || w == 16 || w == 32;
+}
+
+/* Counters per 64-byte block. */
+static inline uint64_t bk__cbf_cells_per_block(unsigned width) {
+  return BK__CBF_BLOCK_BYTES * 8u / width;
+}
 
 /* Counter i of `words` (width 1 << lw bits, maximum `max`), from locals:
  * read the struct's fields once per call (the atomic loads would otherwise

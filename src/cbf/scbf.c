@@ -7,7 +7,8 @@
  * file header back to back (every offset a multiple of 64) and each is
  * mapped on its own (from the page below it), so growing maps the new
  * record and never moves the old ones: readers need no lock. The serialized
- * form (common envelope) carries the same records as its payload.
+ * form (common envelope, scbf_io.c) carries the same records as its
+ * payload.
  *
  * File header (128 bytes, little-endian):
  *
@@ -59,53 +60,6 @@
 #include "core/hash_fast.h"
 #include "cbf/cbf_internal.h"
 #include "cbf/scbf_internal.h"
-
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#error \
-    "bk_scbf reads its mutable header fields as native words: little-endian only"
-#endif
-
-typedef struct scbf_filter {
-  bk_cbf view;        /* over the record's counters */
-  unsigned char *hdr; /* the record's 64-byte header */
-  uint64_t start_id;  /* copies of the immutable header fields */
-  uint64_t capacity;
-  double fpp;
-  uint64_t record_bytes; /* header + counters */
-  uint64_t offset;       /* file: offset of the record */
-  void *map;             /* file: the mapping holding it */
-  size_t map_len;
-  bk__region region; /* memory: the record */
-} scbf_filter;
-
-struct bk_scbf {
-  bk__alloc alloc;
-  bk__scbf_params p;
-  _Atomic unsigned n_filters; /* published with release */
-  unsigned char *hdr;         /* the 128-byte header (file or mem_hdr) */
-  int fd;                     /* -1 in memory */
-  void *hdr_map;
-  _Atomic uint64_t file_size; /* read by info beside a growing writer */
-  pthread_mutex_t write_lock;
-  _Alignas(8) unsigned char mem_hdr[BK__SCBF_FILE_HEADER];
-  scbf_filter filters[BK_SCBF_FILTERS_MAX];
-};
-
-/* ---- mutable fields: native atomic words in mapped memory --------------- */
-
-static inline uint64_t word_load(const unsigned char *p) {
-  return __atomic_load_n((const uint64_t *)(const void *)p, __ATOMIC_ACQUIRE);
-}
-static inline void word_store(unsigned char *p, uint64_t v) {
-  __atomic_store_n((uint64_t *)(void *)p, v, __ATOMIC_RELEASE);
-}
-
-#define H_NFILTERS 64
-#define H_SEQ 72
-#define H_MEM 80
-#define H_DISK 88
-#define F_COUNT 40
-#define F_END 48
 
 /* ---- parameters --------------------------------------------------------- */
 
@@ -236,8 +190,8 @@ static void record_init(unsigned char *h, unsigned index, uint64_t start_id,
   h[24] = (unsigned char)fp->k;
   h[25] = (unsigned char)index;
   seal(h, 32);
-  bk__store_le64(h + F_COUNT, 0);
-  bk__store_le64(h + F_END, start_id);
+  bk__store_le64(h + BK__SCBF_F_COUNT, 0);
+  bk__store_le64(h + BK__SCBF_F_END, start_id);
 }
 
 /*
@@ -256,7 +210,8 @@ bk_status bk__scbf_record_check(const unsigned char *h, unsigned index,
   BK_RETURN_IF(h[24] != fp->k || h[25] != index, BK_ECORRUPT);
   BK_RETURN_IF(!bk__all_zero(h + 26, 6), BK_ECORRUPT);
   BK_RETURN_IF(!bk__all_zero(h + 56, 8), BK_ECORRUPT);
-  uint64_t count = bk__load_le64(h + F_COUNT), end = bk__load_le64(h + F_END);
+  uint64_t count = bk__load_le64(h + BK__SCBF_F_COUNT),
+           end = bk__load_le64(h + BK__SCBF_F_END);
   BK_RETURN_IF(end < want_start, BK_ECORRUPT);
   BK_RETURN_IF(count > BK__SCBF_COUNT_MAX, BK_ECORRUPT);
   BK_RETURN_IF(end == want_start && count != 0, BK_ECORRUPT);
@@ -265,8 +220,8 @@ bk_status bk__scbf_record_check(const unsigned char *h, unsigned index,
 
 /* ---- the object ---------------------------------------------------------- */
 
-static bk_status scbf_new(const bk__scbf_params *p, const bk_allocator *user,
-                          bk_scbf **out) {
+bk_status bk__scbf_new(const bk__scbf_params *p, const bk_allocator *user,
+                       bk_scbf **out) {
   bk__alloc al;
   BK_TRY(bk__alloc_init(&al, user));
   bk_scbf *s = bk__calloc(&al, 1, sizeof *s);
@@ -283,9 +238,9 @@ static bk_status scbf_new(const bk__scbf_params *p, const bk_allocator *user,
   return BK_OK;
 }
 
-static void filter_setup(bk_scbf *s, unsigned i, unsigned char *record,
-                         const bk__cbf_params *fp, double fpp) {
-  scbf_filter *f = &s->filters[i];
+void bk__scbf_filter_setup(bk_scbf *s, unsigned i, unsigned char *record,
+                           const bk__cbf_params *fp, double fpp) {
+  bk__scbf_filter *f = &s->filters[i];
   f->hdr = record;
   f->start_id = bk__load_le64(record);
   f->capacity = fp->capacity;
@@ -300,7 +255,7 @@ void bk_scbf_destroy(bk_scbf *s) {
   if (!s) return;
   unsigned n = atomic_load_explicit(&s->n_filters, memory_order_relaxed);
   for (unsigned i = 0; i < n; i++) {
-    scbf_filter *f = &s->filters[i];
+    bk__scbf_filter *f = &s->filters[i];
     if (f->map) munmap(f->map, f->map_len);
     if (f->region.base) bk__region_free(&s->alloc, &f->region);
   }
@@ -312,11 +267,11 @@ void bk_scbf_destroy(bk_scbf *s) {
 }
 
 /* In memory: allocate record i (zeroed). */
-static bk_status mem_record(bk_scbf *s, unsigned i, const bk__cbf_params *fp,
-                            unsigned char **record) {
+bk_status bk__scbf_mem_record(bk_scbf *s, unsigned i, const bk__cbf_params *fp,
+                              unsigned char **record) {
   uint64_t bytes = bk__scbf_record_bytes(fp);
   BK_RETURN_IF(bytes > SIZE_MAX, BK_ENOMEM);
-  scbf_filter *f = &s->filters[i];
+  bk__scbf_filter *f = &s->filters[i];
   BK_TRY(bk__region_alloc(&s->alloc, (size_t)bytes, &f->region));
   *record = f->region.data;
   return BK_OK;
@@ -333,7 +288,7 @@ static bk_status file_map_record(bk_scbf *s, unsigned i, uint64_t offset,
   void *m = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd,
                  (off_t)base);
   BK_RETURN_IF(m == MAP_FAILED, errno == ENOMEM ? BK_ENOMEM : BK_EIO);
-  scbf_filter *f = &s->filters[i];
+  bk__scbf_filter *f = &s->filters[i];
   f->map = m;
   f->map_len = (size_t)len;
   f->offset = offset;
@@ -344,7 +299,7 @@ static bk_status file_map_record(bk_scbf *s, unsigned i, uint64_t offset,
 /* Offset just past filter n-1's record (the file's needed size). */
 static uint64_t file_end(const bk_scbf *s, unsigned n) {
   if (n == 0) return BK__SCBF_FILE_HEADER;
-  const scbf_filter *f = &s->filters[n - 1];
+  const bk__scbf_filter *f = &s->filters[n - 1];
   return f->offset + f->record_bytes;
 }
 
@@ -360,7 +315,7 @@ static bk_status grow(bk_scbf *s, unsigned i, uint64_t start_id) {
   BK_TRY(bk__scbf_filter_params(&s->p, i, &fp, &fpp));
   unsigned char *record;
   if (s->fd < 0) {
-    BK_TRY(mem_record(s, i, &fp, &record));
+    BK_TRY(bk__scbf_mem_record(s, i, &fp, &record));
   } else {
     uint64_t offset = file_end(s, i), size;
     BK_RETURN_IF(
@@ -379,29 +334,29 @@ static bk_status grow(bk_scbf *s, unsigned i, uint64_t start_id) {
     if (st != BK_OK) return st;
   }
   record_init(record, i, start_id, &fp);
-  filter_setup(s, i, record, &fp, fpp);
+  bk__scbf_filter_setup(s, i, record, &fp, fpp);
   /* The record reaches the disk before the header names it, so an OS crash
    * cannot leave a header counting a record that is not there. */
   if (s->fd >= 0 && msync(s->filters[i].map, s->filters[i].map_len, MS_SYNC))
     return BK_EIO;
   /* The file's filter count is part of the state a crash can interrupt:
    * mem_seqnum is 0 around it. */
-  uint64_t mem = word_load(s->hdr + H_MEM);
-  word_store(s->hdr + H_MEM, 0);
-  bk__store_le32(s->hdr + H_NFILTERS, i + 1);
-  word_store(s->hdr + H_MEM, mem);
+  uint64_t mem = bk__scbf_word_load(s->hdr + BK__SCBF_H_MEM);
+  bk__scbf_word_store(s->hdr + BK__SCBF_H_MEM, 0);
+  bk__store_le32(s->hdr + BK__SCBF_H_NFILTERS, i + 1);
+  bk__scbf_word_store(s->hdr + BK__SCBF_H_MEM, mem);
   atomic_store_explicit(&s->n_filters, i + 1, memory_order_release);
   return BK_OK;
 }
 
-static void header_init(bk_scbf *s) {
+void bk__scbf_header_init(bk_scbf *s) {
   unsigned char *h = s->hdr;
   memset(h, 0, BK__SCBF_FILE_HEADER);
   bk__format_write_prefix(h, 1, BK__TYPE_SCBF_FILE, BK__SCBF_FILE_HEADER, 0);
   bk__scbf_params_store(h + 16, &s->p);
   seal(h, 56);
   /* create is write 1 */
-  bk__store_le64(h + H_SEQ, 1);
+  bk__store_le64(h + BK__SCBF_H_SEQ, 1);
 }
 
 bk_status bk_scbf_create(bk_scbf **out, const bk_scbf_config *cfg) {
@@ -409,14 +364,14 @@ bk_status bk_scbf_create(bk_scbf **out, const bk_scbf_config *cfg) {
   bk__scbf_params p;
   BK_TRY(bk__scbf_params_from_config(cfg, &p));
   bk_scbf *s;
-  BK_TRY(scbf_new(&p, cfg->allocator, &s));
-  header_init(s);
+  BK_TRY(bk__scbf_new(&p, cfg->allocator, &s));
+  bk__scbf_header_init(s);
   bk_status st = grow(s, 0, 0);
   if (st != BK_OK) {
     bk_scbf_destroy(s);
     return st == BK_EFULL ? BK_EINVAL : st;
   }
-  word_store(s->hdr + H_MEM, 1);
+  bk__scbf_word_store(s->hdr + BK__SCBF_H_MEM, 1);
   *out = s;
   return BK_OK;
 }
@@ -435,12 +390,12 @@ static bk_status file_header_check(const unsigned char *h, bk__scbf_params *p,
   BK_RETURN_IF(bk__load_le32(h + 12) != 0, BK_ECORRUPT);
   BK_RETURN_IF(!sealed(h, 56), BK_ECORRUPT);
   BK_TRY(bk__scbf_params_load(h + 16, p));
-  uint32_t n = bk__load_le32(h + H_NFILTERS);
+  uint32_t n = bk__load_le32(h + BK__SCBF_H_NFILTERS);
   BK_RETURN_IF(n < 1 || n > p->max_filters, BK_ECORRUPT);
   BK_RETURN_IF(bk__load_le32(h + 68) != 0, BK_ECORRUPT);
-  BK_TRY(bk__scbf_seqnums_check(bk__load_le64(h + H_SEQ),
-                                bk__load_le64(h + H_MEM),
-                                bk__load_le64(h + H_DISK)));
+  BK_TRY(bk__scbf_seqnums_check(bk__load_le64(h + BK__SCBF_H_SEQ),
+                                bk__load_le64(h + BK__SCBF_H_MEM),
+                                bk__load_le64(h + BK__SCBF_H_DISK)));
   BK_RETURN_IF(!bk__all_zero(h + 96, 32), BK_ECORRUPT);
   *n_filters = n;
   return BK_OK;
@@ -486,9 +441,9 @@ static bk_status file_load(bk_scbf *s, uint64_t size) {
     atomic_store_explicit(&s->n_filters, i + 1, memory_order_relaxed);
     BK_TRY(bk__scbf_record_check(record, i, start, &fp));
     /* An older filter had ids (it was full when the next one opened). */
-    uint64_t rec_end = bk__load_le64(record + F_END);
+    uint64_t rec_end = bk__load_le64(record + BK__SCBF_F_END);
     BK_RETURN_IF(i + 1 < n && rec_end == start, BK_ECORRUPT);
-    filter_setup(s, i, record, &fp, fpp);
+    bk__scbf_filter_setup(s, i, record, &fp, fpp);
     start = rec_end;
     offset = end;
   }
@@ -513,7 +468,7 @@ bk_status bk_scbf_open(bk_scbf **out, const char *path,
   bk__scbf_params want = {0};
   if (cfg) BK_TRY(bk__scbf_params_from_config(cfg, &want));
   bk_scbf *s;
-  BK_TRY(scbf_new(&want, cfg ? cfg->allocator : NULL, &s));
+  BK_TRY(bk__scbf_new(&want, cfg ? cfg->allocator : NULL, &s));
   bool created = false; /* this call wrote a new header */
   bool made = false;    /* this call made the file itself */
   int fd = -1;
@@ -527,7 +482,9 @@ bk_status bk_scbf_open(bk_scbf **out, const char *path,
     bk_scbf_destroy(s);
     /* Not found only for a reopen; a missing directory on create is an
      * I/O failure. */
-    return e == ENOENT && !cfg ? BK_ENOTFOUND : e == ENOMEM ? BK_ENOMEM : BK_EIO;
+    return e == ENOENT && !cfg ? BK_ENOTFOUND
+           : e == ENOMEM       ? BK_ENOMEM
+                               : BK_EIO;
   }
   s->fd = fd;
   bk_status st = BK_OK;
@@ -551,12 +508,12 @@ bk_status bk_scbf_open(bk_scbf **out, const char *path,
                               memory_order_relaxed);
         /* Fill everything but the magic, which goes last: a file cut off
          * while being created is not a bloomkit file. */
-        header_init(s);
+        bk__scbf_header_init(s);
         memcpy(s->hdr, "\0\0\0\0", 4);
         st = grow(s, 0, 0);
         if (st == BK_EFULL) st = BK_EINVAL;
         if (st == BK_OK) {
-          word_store(s->hdr + H_MEM, 1);
+          bk__scbf_word_store(s->hdr + BK__SCBF_H_MEM, 1);
           memcpy(s->hdr, BK__MAGIC, 4);
         }
       }
@@ -571,7 +528,8 @@ bk_status bk_scbf_open(bk_scbf **out, const char *path,
     if (made)
       (void)unlink(path);
     else if (created)
-      if (ftruncate(fd, 0) != 0) { /* nothing more can be done */ }
+      if (ftruncate(fd, 0) != 0) { /* nothing more can be done */
+      }
     bk_scbf_destroy(s);
     return st;
   }
@@ -590,15 +548,15 @@ bk_status bk_scbf_hash(const bk_scbf *s, const void *key, size_t len,
 
 /* Begin / end a write: seqnum + 1, mem_seqnum 0 meanwhile. */
 static uint64_t write_begin(bk_scbf *s) {
-  uint64_t seq = word_load(s->hdr + H_SEQ) + 1;
-  word_store(s->hdr + H_MEM, 0);
-  word_store(s->hdr + H_SEQ, seq);
+  uint64_t seq = bk__scbf_word_load(s->hdr + BK__SCBF_H_SEQ) + 1;
+  bk__scbf_word_store(s->hdr + BK__SCBF_H_MEM, 0);
+  bk__scbf_word_store(s->hdr + BK__SCBF_H_SEQ, seq);
   /* Nothing of the write may be stored before mem_seqnum reads 0. */
   atomic_thread_fence(memory_order_release);
   return seq;
 }
 static void write_end(bk_scbf *s, uint64_t seq) {
-  word_store(s->hdr + H_MEM, seq);
+  bk__scbf_word_store(s->hdr + BK__SCBF_H_MEM, seq);
 }
 
 /* The filter whose range holds id among [0, n), or n if none: a filter
@@ -620,11 +578,11 @@ bk_status bk_scbf_add_hash(bk_scbf *s, bk_hash h, uint64_t id) {
   pthread_mutex_lock(&s->write_lock);
   bk_status st = BK_OK;
   unsigned n = atomic_load_explicit(&s->n_filters, memory_order_relaxed);
-  scbf_filter *newest = &s->filters[n - 1];
+  bk__scbf_filter *newest = &s->filters[n - 1];
   unsigned target = n - 1;
   if (id >= newest->start_id) {
-    uint64_t end = bk__load_le64(newest->hdr + F_END);
-    uint64_t count = bk__load_le64(newest->hdr + F_COUNT);
+    uint64_t end = bk__load_le64(newest->hdr + BK__SCBF_F_END);
+    uint64_t count = bk__load_le64(newest->hdr + BK__SCBF_F_COUNT);
     if (count >= newest->capacity && end > newest->start_id && id >= end) {
       st = grow(s, n, end);
       target = n;
@@ -633,17 +591,18 @@ bk_status bk_scbf_add_hash(bk_scbf *s, bk_hash h, uint64_t id) {
     target = find_range(s, n, id);
   }
   if (st == BK_OK) {
-    scbf_filter *f = &s->filters[target];
+    bk__scbf_filter *f = &s->filters[target];
     uint64_t seq = write_begin(s);
     /* Ids, then count, then counters: whatever a crash interrupts, a
      * filter with a count has ids and a filter with counters has both (a
      * count stored before the ids left count 1 with an empty id range,
      * which the loader refuses). The fence keeps the counter stores after
      * the header stores. */
-    if (id + 1 > bk__load_le64(f->hdr + F_END))
-      word_store(f->hdr + F_END, id + 1);
-    uint64_t count = bk__load_le64(f->hdr + F_COUNT);
-    if (count < BK__SCBF_COUNT_MAX) word_store(f->hdr + F_COUNT, count + 1);
+    if (id + 1 > bk__load_le64(f->hdr + BK__SCBF_F_END))
+      bk__scbf_word_store(f->hdr + BK__SCBF_F_END, id + 1);
+    uint64_t count = bk__load_le64(f->hdr + BK__SCBF_F_COUNT);
+    if (count < BK__SCBF_COUNT_MAX)
+      bk__scbf_word_store(f->hdr + BK__SCBF_F_COUNT, count + 1);
     atomic_thread_fence(memory_order_release);
     bk__cbf_add(&f->view, h);
     write_end(s, seq);
@@ -664,16 +623,17 @@ bk_status bk_scbf_remove_hash(bk_scbf *s, bk_hash h, uint64_t id) {
   bk_status st = BK_ENOTFOUND;
   unsigned n = atomic_load_explicit(&s->n_filters, memory_order_relaxed);
   unsigned i = find_range(s, n, id);
-  scbf_filter *f = &s->filters[i];
-  uint64_t end =
-      i + 1 < n ? s->filters[i + 1].start_id : bk__load_le64(f->hdr + F_END);
+  bk__scbf_filter *f = &s->filters[i];
+  uint64_t end = i + 1 < n ? s->filters[i + 1].start_id
+                           : bk__load_le64(f->hdr + BK__SCBF_F_END);
   /* Only writers change counters and they hold the lock: a key whose
    * counters are all nonzero now can be removed. */
   if (id >= f->start_id && id < end && bk__cbf_contains(&f->view, h)) {
     uint64_t seq = write_begin(s);
     st = bk__cbf_remove(&f->view, h);
-    uint64_t count = bk__load_le64(f->hdr + F_COUNT);
-    if (st == BK_OK && count > 0) word_store(f->hdr + F_COUNT, count - 1);
+    uint64_t count = bk__load_le64(f->hdr + BK__SCBF_F_COUNT);
+    if (st == BK_OK && count > 0)
+      bk__scbf_word_store(f->hdr + BK__SCBF_F_COUNT, count - 1);
     write_end(s, seq);
   }
   pthread_mutex_unlock(&s->write_lock);
@@ -701,8 +661,8 @@ bk_status bk_scbf_contains_hash(const bk_scbf *s, bk_hash h, bool *out) {
     const bk_cbf *v = &s->filters[i].view;
     const unsigned char *base = (const unsigned char *)v->words;
     if (v->layout == BK_BLOOM_BLOCKED) {
-      __builtin_prefetch(base + bk_reduce(h.lo, v->n_blocks) *
-                                    BK__CBF_BLOCK_BYTES);
+      __builtin_prefetch(base +
+                         bk_reduce(h.lo, v->n_blocks) * BK__CBF_BLOCK_BYTES);
     } else {
       __builtin_prefetch(base + ((bk_reduce(h.lo, v->m) << v->log_width) >> 3));
       if (v->k > 1)
@@ -753,8 +713,8 @@ bk_status bk_scbf_flush(bk_scbf *s) {
     /* Everything up to mem_seqnum is on disk now; say so, durably. A
      * mem_seqnum of 0 (reopened after a crash mid-write, nothing written
      * since) would erase the last replay point: keep it. */
-    uint64_t mem = word_load(s->hdr + H_MEM);
-    if (mem != 0) word_store(s->hdr + H_DISK, mem);
+    uint64_t mem = bk__scbf_word_load(s->hdr + BK__SCBF_H_MEM);
+    if (mem != 0) bk__scbf_word_store(s->hdr + BK__SCBF_H_DISK, mem);
     if (msync(s->hdr_map, BK__SCBF_FILE_HEADER, MS_SYNC) != 0) st = BK_EIO;
   }
   pthread_mutex_unlock(&s->write_lock);
@@ -763,27 +723,27 @@ bk_status bk_scbf_flush(bk_scbf *s) {
 
 bk_status bk_scbf_mem_seqnum(const bk_scbf *s, uint64_t *out) {
   BK_RETURN_IF(!s || !out, BK_EINVAL);
-  *out = word_load(s->hdr + H_MEM);
+  *out = bk__scbf_word_load(s->hdr + BK__SCBF_H_MEM);
   return BK_OK;
 }
 
 bk_status bk_scbf_disk_seqnum(const bk_scbf *s, uint64_t *out) {
   BK_RETURN_IF(!s || !out, BK_EINVAL);
-  *out = word_load(s->hdr + H_DISK);
+  *out = bk__scbf_word_load(s->hdr + BK__SCBF_H_DISK);
   return BK_OK;
 }
 
 static void fill_filter_info(const bk_scbf *s, unsigned i, unsigned n,
                              bk_scbf_filter_info *out) {
-  const scbf_filter *f = &s->filters[i];
+  const bk__scbf_filter *f = &s->filters[i];
   memset(out, 0, sizeof *out);
   out->capacity = f->capacity;
   out->fpp = f->fpp;
   out->m_counters = f->view.m;
   out->k = f->view.k;
-  out->count = word_load(f->hdr + F_COUNT);
-  uint64_t end =
-      i + 1 < n ? s->filters[i + 1].start_id : word_load(f->hdr + F_END);
+  out->count = bk__scbf_word_load(f->hdr + BK__SCBF_F_COUNT);
+  uint64_t end = i + 1 < n ? s->filters[i + 1].start_id
+                           : bk__scbf_word_load(f->hdr + BK__SCBF_F_END);
   out->has_ids = end > f->start_id;
   out->first_id = f->start_id;
   out->last_id = out->has_ids ? end - 1 : f->start_id;
@@ -814,9 +774,9 @@ bk_status bk_scbf_info_get(const bk_scbf *s, bk_scbf_info *out) {
       .hash_alg = s->p.hash_alg,
       .seed = s->p.seed,
       .max_filters = s->p.max_filters,
-      .seqnum = word_load(s->hdr + H_SEQ),
-      .mem_seqnum = word_load(s->hdr + H_MEM),
-      .disk_seqnum = word_load(s->hdr + H_DISK),
+      .seqnum = bk__scbf_word_load(s->hdr + BK__SCBF_H_SEQ),
+      .mem_seqnum = bk__scbf_word_load(s->hdr + BK__SCBF_H_MEM),
+      .disk_seqnum = bk__scbf_word_load(s->hdr + BK__SCBF_H_DISK),
       .file_backed = s->fd >= 0,
       .file_size =
           s->fd >= 0 ? atomic_load_explicit(&s->file_size, memory_order_relaxed)
@@ -838,163 +798,5 @@ bk_status bk_scbf_info_get(const bk_scbf *s, bk_scbf_info *out) {
   }
   info.estimated_fpp = none < 0.0 ? -expm1(none) : 0.0;
   *out = info;
-  return BK_OK;
-}
-
-/* ---- serialized form ------------------------------------------------------
- *
- * Envelope type 8 (BK__TYPE_SCBF), version 1, H = 96:
- *   24  40  parameters (as in the file header)
- *   64   4  n_filters   68  4  reserved 0
- *   72   8  seqnum      80  8  mem_seqnum   88  8  disk_seqnum
- * Payload: the n_filters records (header + counters), in order; the
- * mutable header fields are snapshots, reserved bytes zero.
- */
-
-static uint64_t payload_bytes(const bk_scbf *s, unsigned n) {
-  uint64_t total = 0;
-  for (unsigned i = 0; i < n; i++) total += s->filters[i].record_bytes;
-  return total;
-}
-
-bk_status bk_scbf_serialized_size(const bk_scbf *s, size_t *out) {
-  BK_RETURN_IF(!s || !out, BK_EINVAL);
-  unsigned n = atomic_load_explicit(&s->n_filters, memory_order_acquire);
-  uint64_t total =
-      BK__SCBF_BLOB_HEADER + payload_bytes(s, n) + BK__TRAILER_SIZE;
-  BK_RETURN_IF(total > SIZE_MAX, BK_EINVAL);
-  *out = (size_t)total;
-  return BK_OK;
-}
-
-/* A file's counters are not checksummed and open does not read them, so
- * bytes no operation writes (padding past counter m, counters of a filter
- * with no id yet) may be set in a damaged file; the serialized form holds
- * what operations could have produced, zero there, so it always loads. */
-static void canonical_counters(unsigned char *c, size_t bytes,
-                               const scbf_filter *f) {
-  if (word_load(f->hdr + F_END) == f->start_id) {
-    memset(c, 0, bytes);
-    return;
-  }
-  uint64_t used_bits = f->view.m * f->view.width;
-  size_t full = (size_t)(used_bits / 8);
-  unsigned rest = (unsigned)(used_bits % 8);
-  if (rest) c[full++] &= (unsigned char)((1u << rest) - 1);
-  if (full < bytes) memset(c + full, 0, bytes - full);
-}
-
-bk_status bk_scbf_serialize(const bk_scbf *s, void *buf, size_t cap,
-                            size_t *written) {
-  BK_RETURN_IF(!s || !buf || !written, BK_EINVAL);
-  bk_scbf *w = (bk_scbf *)s; /* the lock is not part of the state */
-  pthread_mutex_lock(&w->write_lock);
-  unsigned n = atomic_load_explicit(&s->n_filters, memory_order_acquire);
-  uint64_t payload = payload_bytes(s, n);
-  uint64_t total = BK__SCBF_BLOB_HEADER + payload + BK__TRAILER_SIZE;
-  if (total > cap) {
-    pthread_mutex_unlock(&w->write_lock);
-    return BK_EINVAL;
-  }
-  unsigned char *p = buf;
-  bk__format_write_prefix(p, 1, BK__TYPE_SCBF, BK__SCBF_BLOB_HEADER, payload);
-  bk__scbf_params_store(p + 24, &s->p);
-  bk__store_le32(p + 64, n);
-  bk__store_le32(p + 68, 0);
-  bk__store_le64(p + 72, word_load(s->hdr + H_SEQ));
-  bk__store_le64(p + 80, word_load(s->hdr + H_MEM));
-  bk__store_le64(p + 88, word_load(s->hdr + H_DISK));
-  unsigned char *q = p + BK__SCBF_BLOB_HEADER;
-  for (unsigned i = 0; i < n; i++) {
-    const scbf_filter *f = &s->filters[i];
-    memcpy(q, f->hdr, 40);
-    bk__store_le64(q + F_COUNT, word_load(f->hdr + F_COUNT));
-    bk__store_le64(q + F_END, word_load(f->hdr + F_END));
-    memset(q + 56, 0, 8);
-    size_t bytes = (size_t)(f->record_bytes - BK__SCBF_RECORD_HEADER);
-    /* Counters change only under the write lock we hold. */
-    memcpy(q + BK__SCBF_RECORD_HEADER, f->view.words, bytes);
-    canonical_counters(q + BK__SCBF_RECORD_HEADER, bytes, f);
-    q += BK__SCBF_RECORD_HEADER + bytes;
-  }
-  pthread_mutex_unlock(&w->write_lock);
-  bk__format_write_trailer(p, (size_t)(total - BK__TRAILER_SIZE));
-  *written = (size_t)total;
-  return BK_OK;
-}
-
-/* Bits of storage past counter m must be zero (create leaves them so and
- * no operation touches them); an empty filter (no ids) has no counters
- * set. */
-static bool counters_ok(const unsigned char *c, size_t bytes,
-                        const bk__cbf_params *fp, bool empty) {
-  if (empty) return bk__all_zero(c, bytes);
-  uint64_t used_bits = fp->m * fp->width; /* m <= 2^40, width <= 32 */
-  size_t full = (size_t)(used_bits / 8);
-  unsigned rest = (unsigned)(used_bits % 8);
-  if (rest && (c[full] >> rest) != 0) return false;
-  size_t from = full + (rest ? 1 : 0);
-  return from >= bytes || bk__all_zero(c + from, bytes - from);
-}
-
-bk_status bk_scbf_deserialize(const void *buf, size_t len,
-                              const bk_allocator *allocator, bk_scbf **out) {
-  BK_RETURN_IF(!buf || !out, BK_EINVAL);
-  bk__alloc al;
-  BK_TRY(bk__alloc_init(&al, allocator));
-  bk__format_view v;
-  BK_TRY(bk__format_open(buf, len, BK__TYPE_SCBF, 1, BK__SCBF_BLOB_HEADER, &v));
-  const unsigned char *p = buf;
-  bk__scbf_params prm;
-  BK_TRY(bk__scbf_params_load(p + 24, &prm));
-  uint32_t n = bk__load_le32(p + 64);
-  BK_RETURN_IF(n < 1 || n > prm.max_filters, BK_ECORRUPT);
-  BK_RETURN_IF(bk__load_le32(p + 68) != 0, BK_ECORRUPT);
-  BK_TRY(bk__scbf_seqnums_check(bk__load_le64(p + 72), bk__load_le64(p + 80),
-                                bk__load_le64(p + 88)));
-  /* Every record, checked before anything is allocated. */
-  bk__cbf_params fps[BK_SCBF_FILTERS_MAX];
-  double fpps[BK_SCBF_FILTERS_MAX];
-  uint64_t off = 0, start = 0;
-  for (unsigned i = 0; i < n; i++) {
-    BK_RETURN_IF(bk__scbf_filter_params(&prm, i, &fps[i], &fpps[i]) != BK_OK,
-                 BK_ECORRUPT);
-    uint64_t bytes = bk__scbf_record_bytes(&fps[i]);
-    BK_RETURN_IF(bytes > v.payload_len - off, BK_ECORRUPT);
-    const unsigned char *r = v.payload + off;
-    BK_TRY(bk__scbf_record_check(r, i, start, &fps[i]));
-    uint64_t end = bk__load_le64(r + F_END);
-    BK_RETURN_IF(i + 1 < n && end == start, BK_ECORRUPT);
-    BK_RETURN_IF(!counters_ok(r + BK__SCBF_RECORD_HEADER,
-                              (size_t)(bytes - BK__SCBF_RECORD_HEADER), &fps[i],
-                              end == start),
-                 BK_ECORRUPT);
-    start = end;
-    off += bytes;
-  }
-  BK_RETURN_IF(off != v.payload_len, BK_ECORRUPT);
-  bk_scbf *s;
-  BK_TRY(scbf_new(&prm, allocator, &s));
-  header_init(s);
-  bk__store_le32(s->hdr + H_NFILTERS, n);
-  bk__store_le64(s->hdr + H_SEQ, bk__load_le64(p + 72));
-  bk__store_le64(s->hdr + H_MEM, bk__load_le64(p + 80));
-  bk__store_le64(s->hdr + H_DISK, bk__load_le64(p + 88));
-  off = 0;
-  for (unsigned i = 0; i < n; i++) {
-    unsigned char *record;
-    bk_status st = mem_record(s, i, &fps[i], &record);
-    if (st != BK_OK) {
-      bk_scbf_destroy(s);
-      return st;
-    }
-    atomic_store_explicit(&s->n_filters, i + 1, memory_order_relaxed);
-    uint64_t bytes = bk__scbf_record_bytes(&fps[i]);
-    memcpy(record, v.payload + off, (size_t)bytes);
-    filter_setup(s, i, record, &fps[i], fpps[i]);
-    off += bytes;
-  }
-  atomic_store_explicit(&s->n_filters, n, memory_order_release);
-  *out = s;
   return BK_OK;
 }

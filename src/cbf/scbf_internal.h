@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Private to src/cbf (and the tests): the bk_scbf file and blob layout
- * constants (drawn in scbf.c) and the parameter arithmetic, exposed so the
- * tests can check sizes beyond 4 GiB without allocating them.
+ * constants (drawn in scbf.c and scbf_io.c), the parameter arithmetic,
+ * exposed so the tests can check sizes beyond 4 GiB without allocating
+ * them, and the object that scbf.c and scbf_io.c share.
  */
 #ifndef BLOOMKIT_SRC_SCBF_INTERNAL_H
 #define BLOOMKIT_SRC_SCBF_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "cbf/cbf_internal.h"
 
@@ -46,5 +50,66 @@ BK_API bk_status bk__scbf_record_check(const unsigned char *h, unsigned index,
 /* seqnum >= 1, mem_seqnum 0 or seqnum, disk_seqnum <= seqnum. */
 BK_API bk_status bk__scbf_seqnums_check(uint64_t seq, uint64_t mem,
                                         uint64_t disk);
+
+/* The object, shared by scbf.c and scbf_io.c (the serialized form). */
+typedef struct bk__scbf_filter {
+  bk_cbf view;        /* over the record's counters */
+  unsigned char *hdr; /* the record's 64-byte header */
+  uint64_t start_id;  /* copies of the immutable header fields */
+  uint64_t capacity;
+  double fpp;
+  uint64_t record_bytes; /* header + counters */
+  uint64_t offset;       /* file: offset of the record */
+  void *map;             /* file: the mapping holding it */
+  size_t map_len;
+  bk__region region; /* memory: the record */
+} bk__scbf_filter;
+
+struct bk_scbf {
+  bk__alloc alloc;
+  bk__scbf_params p;
+  _Atomic unsigned n_filters; /* published with release */
+  unsigned char *hdr;         /* the 128-byte header (file or mem_hdr) */
+  int fd;                     /* -1 in memory */
+  void *hdr_map;
+  _Atomic uint64_t file_size; /* read by info beside a growing writer */
+  pthread_mutex_t write_lock;
+  _Alignas(8) unsigned char mem_hdr[BK__SCBF_FILE_HEADER];
+  bk__scbf_filter filters[BK_SCBF_FILTERS_MAX];
+};
+
+/* The mutable fields are native atomic words in mapped memory. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#error \
+    "bk_scbf reads its mutable header fields as native words: little-endian only"
+#endif
+
+static inline uint64_t bk__scbf_word_load(const unsigned char *p) {
+  return __atomic_load_n((const uint64_t *)(const void *)p, __ATOMIC_ACQUIRE);
+}
+static inline void bk__scbf_word_store(unsigned char *p, uint64_t v) {
+  __atomic_store_n((uint64_t *)(void *)p, v, __ATOMIC_RELEASE);
+}
+
+/* Offsets of the mutable fields: in the file header (H), in a record (F). */
+#define BK__SCBF_H_NFILTERS 64
+#define BK__SCBF_H_SEQ 72
+#define BK__SCBF_H_MEM 80
+#define BK__SCBF_H_DISK 88
+#define BK__SCBF_F_COUNT 40
+#define BK__SCBF_F_END 48
+
+/* A new in-memory bk_scbf with parameters p and no filter yet. Errors:
+ * BK_ENOMEM, BK_EINVAL (allocator). */
+bk_status bk__scbf_new(const bk__scbf_params *p, const bk_allocator *user,
+                       bk_scbf **out);
+/* Write a fresh 128-byte header for s->p (sealed, seqnum 1). */
+void bk__scbf_header_init(bk_scbf *s);
+/* In memory: allocate record i (zeroed). Errors: BK_ENOMEM. */
+bk_status bk__scbf_mem_record(bk_scbf *s, unsigned i, const bk__cbf_params *fp,
+                              unsigned char **record);
+/* Make filter i a view over `record` (its header already written). */
+void bk__scbf_filter_setup(bk_scbf *s, unsigned i, unsigned char *record,
+                           const bk__cbf_params *fp, double fpp);
 
 #endif

@@ -62,6 +62,14 @@ static void split_args(int argc, char **argv, int *n_opt, char **opt_argv,
   }
 }
 
+/* msync the file and record disk_seqnum; 1 after saying why it failed. */
+static int flush_file(bk_scbf *s, const char *path) {
+  bk_status st = bk_scbf_flush(s);
+  if (st == BK_OK) return 0;
+  fprintf(stderr, PROG ": %s: flush: %s\n", path, bk_strerror(st));
+  return 1;
+}
+
 static int open_file(const char *path, bk_scbf **out) {
   bk_status st = bk_scbf_open(out, path, NULL);
   if (st == BK_OK) return 0;
@@ -272,13 +280,7 @@ static int cmd_keys(int argc, char **argv, enum action a) {
     }
     free(line);
   }
-  if (flush) {
-    bk_status st = bk_scbf_flush(s);
-    if (st != BK_OK) {
-      fprintf(stderr, PROG ": %s: flush: %s\n", pos[0], bk_strerror(st));
-      result = 1;
-    }
-  }
+  if (flush && flush_file(s, pos[0])) result = 1;
   bk_scbf_destroy(s);
   return result;
 }
@@ -315,11 +317,7 @@ static int cmd_file_only(int argc, char **argv, bool info) {
   if (open_file(pos[0], &s) != 0) return 1;
   int result = 0;
   if (!info) {
-    bk_status st = bk_scbf_flush(s);
-    if (st != BK_OK) {
-      fprintf(stderr, PROG ": %s: flush: %s\n", pos[0], bk_strerror(st));
-      result = 1;
-    }
+    result = flush_file(s, pos[0]);
     bk_scbf_destroy(s);
     return result;
   }

@@ -1,34 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to the `bloomkit` command: the entry point of each subcommand.
- * A subcommand gets argv with argv[0] = its own name and returns the process
- * exit status: 0 success, 1 a failure while running (a bloomkit call, I/O),
- * 2 a usage error. Subcommands print their own messages and never abort.
+ * Private to the `bloomkit` command: the entry points of the user's tool
+ * (cbf, compare; the paper reproductions are declared in repro/repro.h)
+ * and what every subcommand shares. A subcommand gets argv with argv[0] =
+ * its own name and returns the process exit status: 0 success, 1 a failure
+ * while running (a bloomkit call, I/O), 2 a usage error. Subcommands print
+ * their own messages and never abort.
  */
 #ifndef BLOOMKIT_SRC_CLI_CLI_H
 #define BLOOMKIT_SRC_CLI_CLI_H
-
-/** `bloomkit fbf-experiments`: the FBF thesis' Fig. 6.1-6.6
- * (fbf_experiments.c). */
-int bk_cli_fbf_experiments(int argc, char **argv);
-
-/** `bloomkit kbf-experiments`: the kBF paper's figures
- * (kbf_experiments.c). */
-int bk_cli_kbf_experiments(int argc, char **argv);
-
-/** `bloomkit sim <simulation>`: argv[1] selects the simulation:
- * `counters` (idempotent counters under client retries, thesis Fig. 6.7
- * and 6.9; sim_counters.c), `clocks` (Bloom clocks, sim_clocks.c) or `dkbf`
- * (d-kBF load balancing, sim_dkbf.c). */
-int bk_cli_sim(int argc, char **argv);
-
-/** `bloomkit sim clocks`: Bloom clocks against vector clocks on a simulated
- * execution (sim_clocks.c; dispatched by bk_cli_sim). */
-int bk_cli_sim_clocks(int argc, char **argv);
-
-/** `bloomkit sim dkbf`: the d-kBF's slab load balancing, kBF paper
- * Algorithm 8 and Figs. 20-23 (sim_dkbf.c). */
-int bk_cli_sim_dkbf(int argc, char **argv);
 
 /** `bloomkit compare`: every structure on one workload, one table
  * (compare.c). */

@@ -1082,10 +1082,7 @@ int bk_cli_compare(int argc, char **argv) {
   else
     print_table(stdout, &w, rows, n_chosen);
   status = plot_dir ? plot_compare(plot_dir, rows, n_chosen) : 0;
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    fprintf(stderr, PROG ": error writing standard output\n");
-    status = 1;
-  }
+  status = bk_cli_flush_output(PROG, status, stdout, stderr);
 done:
   workload_free(&w);
   return status;

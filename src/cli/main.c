@@ -2,9 +2,12 @@
 /*
  * The `bloomkit` command: `bloomkit <subcommand> [options]`. This file only
  * dispatches (bk_cli_dispatch, opts.c); each subcommand lives in its own
- * src/cli/<name>.c and is listed in the table below (add a row and a
- * declaration in cli.h to add one). Exit status: 0 success, 1 failure
- * while running, 2 usage error.
+ * file and is listed in the table below. The user's tool (cbf, compare)
+ * lives in src/cli/<name>.c, declared in cli.h; the paper reproductions
+ * (fbf-experiments, kbf-experiments, sim) in src/cli/repro/, declared in
+ * repro/repro.h. To add a subcommand, add a row here and a declaration in
+ * the header of its folder. Exit status: 0 success, 1 failure while
+ * running, 2 usage error.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +15,7 @@
 #include "bloomkit/common.h"
 #include "cli/cli.h"
 #include "cli/opts.h"
+#include "cli/repro/repro.h"
 
 static const bk_cli_subcommand subcommands[] = {
     {"cbf",

@@ -168,6 +168,14 @@ int bk_cli_usage_error(FILE *err, const char *prog, const char *fmt, ...) {
   return BK_CLI_USAGE;
 }
 
+int bk_cli_flush_output(const char *prog, int status, FILE *out, FILE *err) {
+  if (fflush(out) != 0 || ferror(out)) {
+    fprintf(err, "%s: error writing standard output\n", prog);
+    return 1;
+  }
+  return status;
+}
+
 /* "<prog>: --name: '<given>' <problem>; expected <allowed>". */
 static int value_error(FILE *err, const char *prog, const bk_cli_opt *o,
                        const char *given, const char *problem) {

@@ -192,6 +192,11 @@ void bk_cli_help(const bk_cli_command *cmd, FILE *out);
 int bk_cli_usage_error(FILE *err, const char *prog, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The end of a subcommand: flush `out` (stdout) and check it for an
+ * earlier write error; on either, print "<prog>: error writing standard
+ * output" to `err` and return 1, else return `status` unchanged. */
+int bk_cli_flush_output(const char *prog, int status, FILE *out, FILE *err);
+
 /* One level of subcommands. */
 typedef struct bk_cli_subcommand {
   const char *name;

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to the fbf component: the FBF's struct, shared by fbf.c (filter,
- * refresh, resizing) and fbf_io.c (serialized form).
+ * Private to the fbf component: the FBF's struct and the calls its files
+ * make to one another: fbf.c (the filter: lanes, checks, inserts, key
+ * locks, publishing a state), fbf_refresh.c (refresh and the clock),
+ * fbf_adapt.c (the estimate, sizing and Algorithm 3), fbf_io.c (the
+ * serialized form), and idem.c and timer.c, which build on the FBF.
  */
 #ifndef BLOOMKIT_SRC_FBF_INTERNAL_H
 #define BLOOMKIT_SRC_FBF_INTERNAL_H
@@ -71,7 +74,7 @@ struct bk_fbf {
   bk_fbf_check check;
 
   /* shared with readers and writers */
-  uint64_t state;         /* BK__ST_* (atomic) */
+  uint64_t state; /* BK__ST_* (atomic) */
   /* The generation whose refresh has ended its grace period: no insert
    * under an older state is still running. (atomic) */
   uint64_t grace_gen;
@@ -131,12 +134,23 @@ static inline uint64_t bk__sat_mul(uint64_t a, uint64_t b) {
   uint64_t r;
   return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
+/* a + n b, the time n periods (or intervals) b after a, saturating. */
+static inline uint64_t bk__sat_add_mul(uint64_t a, uint64_t n, uint64_t b) {
+  return bk__sat_add(a, bk__sat_mul(n, b));
+}
 
 /* True when a goal of n filters at period t cannot keep min_window:
  * (n - 1) t < min_window (Algorithm 3, create and resize keep this false). */
 static inline bool bk__fbf_window_short(unsigned n, uint64_t t,
                                         uint64_t min_window) {
   return n < 2 || bk__sat_mul((uint64_t)(n - 1), t) < min_window;
+}
+
+/* The physical slot of logical position p (0 future, 1 present, 2.. past)
+ * when the future is in slot `head`. */
+static inline unsigned bk__fbf_slot_at(const bk_fbf *f, unsigned head,
+                                       unsigned p) {
+  return (head + p) % f->width;
 }
 
 static inline uint32_t *bk__fbf_lock(const bk_fbf *f, unsigned i) {
@@ -176,6 +190,28 @@ void bk__fbf_prefetch(const bk_fbf *f, bk_hash h);
 void bk__fbf_summary(const bk_fbf *f, unsigned *n_filters,
                      uint64_t *refresh_period, uint64_t *window_min,
                      size_t *memory);
+
+/* fbf.c: publish state `next` to readers and inserters, wait out the grace
+ * period of the key locks, then clear the `dropped` slots (a mask of
+ * physical slots) chunk by chunk and publish the sweep's end. Caller holds
+ * mu. */
+void bk__fbf_publish_and_sweep(bk_fbf *f, uint64_t next, uint64_t dropped);
+
+/* fbf_refresh.c: replay the refreshes and adaptation ticks due up to `now`
+ * (BK_EINVAL when `now` is in the past). Caller holds mu. */
+bk_status bk__fbf_advance_locked(bk_fbf *f, uint64_t now);
+
+/* fbf_adapt.c: the false positive estimate over the filters of state `st`;
+ * `shared_aware` false gives the thesis' Eq. 4.3 exactly. */
+double bk__fbf_estimate(const bk_fbf *f, uint64_t st, bk_fbf_check check,
+                        bool shared_aware);
+
+/* fbf_adapt.c: apply Algorithm 3's ticks due at first, first + interval,
+ * ... up to `limit` (only those before the next refresh when
+ * `stop_at_refresh`); returns the time of the first tick not applied.
+ * Caller holds mu. */
+uint64_t bk__fbf_adapt_ticks(bk_fbf *f, uint64_t first, uint64_t limit,
+                             bool stop_at_refresh);
 
 /* Allocate an FBF with the given geometry (zeroed state). */
 bk_status bk__fbf_alloc(const bk__alloc *al, uint64_t m, unsigned k,

@@ -706,7 +706,19 @@ bk_status bk_kbf_info_get(const bk_kbf *f, bk_kbf_info *out) {
   out->memory_cells = cells_bytes(f, f->main.m);
   out->memory_skbf = cells_bytes(f, f->skbf.m);
   out->memory_values = f->arena_len + (size_t)f->n_values * 20 +
-                      (size_t)(f->slot ? f->slot_mask + 1u : 0) * 4;
+                       (size_t)(f->slot ? f->slot_mask + 1u : 0) * 4;
+  return BK_OK;
+}
+
+bk_status bk_kbf_cell_counters_hash(const bk_kbf *f, bk_hash h,
+                                    uint8_t *counters, size_t cap,
+                                    size_t *written) {
+  BK_RETURN_IF(!f || !counters || !written || cap < f->main.k, BK_EINVAL);
+  uint64_t idx[BK_K_MAX];
+  positions(&f->main, h, idx);
+  for (unsigned i = 0; i < f->main.k; i++)
+    counters[i] = (uint8_t)cnt_of(f, cell_get(f, &f->main, idx[i]));
+  *written = f->main.k;
   return BK_OK;
 }
 

@@ -10,6 +10,9 @@
  * an explicit CBF.RESERVE with its parameters, so a replica with other
  * module defaults creates the same filter). RDB (encoding version 1): the
  * library's serialized form as one string, loaded as hostile bytes.
+ *
+ * What every type shares (RDB, AOF, CBF.RESERVE, CBF.LOAD, first use) is
+ * in type.c, driven by cbf_desc at the end of this file.
  */
 #include "redis/rm.h"
 
@@ -18,103 +21,54 @@
 
 #include "bloomkit/cbf.h"
 
-static RedisModuleType *cbf_type;
+static bk_rm_type cbf_desc; /* at the end, after the commands */
 
-typedef struct cbf_params {
-  uint64_t capacity;
-  double fpp;
-  unsigned counter_bits;
-  bool blocked;
-} cbf_params;
+/* CBF.RESERVE key capacity [FPP p] [BITS 4|8|16|32] [BLOCKED]: the
+ * parameters in the order RESERVE replicates them (type.c parses
+ * them). */
+enum { P_CAPACITY, P_FPP, P_BITS, P_BLOCKED, N_PARAMS };
 
-static bk_status cbf_new(const cbf_params *p, bk_cbf **out) {
+static bool counter_bits_valid(uint64_t bits) {
+  return bits == 4 || bits == 8 || bits == 16 || bits == 32;
+}
+
+static const bk_rm_param_spec cbf_params[N_PARAMS] = {
+    [P_CAPACITY] = {.name = "capacity",
+                    .what = "must be an integer from 1 to 2^32",
+                    .kind = BK_RM_NUMBER,
+                    .lo = 1,
+                    .hi = BK_RM_MAX_CAPACITY},
+    [P_FPP] = BK_RM_PARAM_FPP,
+    [P_BITS] = {.keyword = "BITS",
+                .name = "BITS",
+                .what = "must be 4, 8, 16 or 32",
+                .kind = BK_RM_NUMBER,
+                .lo = 4,
+                .hi = 32,
+                .valid = counter_bits_valid},
+    [P_BLOCKED] = {.keyword = "BLOCKED", .name = "BLOCKED", .kind = BK_RM_FLAG},
+};
+
+/* On first use (CBF.ADD of an empty key): the module's defaults. */
+static void cbf_defaults(bk_rm_param *p) {
+  p[P_CAPACITY].n = bk_rm_config.cbf_capacity;
+  p[P_FPP].fpp = bk_rm_config.fpp;
+  p[P_BITS].n = 4;
+  p[P_BLOCKED].n = 0;
+}
+
+/* A CBF has no clock: `now` is unused. */
+static bk_status cbf_create(const bk_rm_param *p, uint64_t now, void **out) {
+  (void)now;
   bk_cbf_config cfg = {
-      .capacity = p->capacity,
-      .fpp = p->fpp,
-      .counter_bits = p->counter_bits,
-      .layout = p->blocked ? BK_BLOOM_BLOCKED : BK_BLOOM_STANDARD,
+      .capacity = p[P_CAPACITY].n,
+      .fpp = p[P_FPP].fpp,
+      .counter_bits = (unsigned)p[P_BITS].n,
+      .layout = p[P_BLOCKED].n ? BK_BLOOM_BLOCKED : BK_BLOOM_STANDARD,
       .single_writer = true, /* Redis runs one command at a time */
       .allocator = &bk_rm_allocator,
   };
-  return bk_cbf_create(out, &cfg);
-}
-
-static void cbf_free(void *value) {
-  bk_cbf_destroy(value);
-}
-
-static void replicate_reserve(RedisModuleCtx *ctx, RedisModuleString *key,
-                              const cbf_params *p) {
-  char fpp[40];
-  snprintf(fpp, sizeof fpp, "%.17g", p->fpp);
-  if (p->blocked)
-    RedisModule_Replicate(ctx, "CBF.RESERVE", "slccclc", key,
-                          (long long)p->capacity, "FPP", fpp, "BITS",
-                          (long long)p->counter_bits, "BLOCKED");
-  else
-    RedisModule_Replicate(ctx, "CBF.RESERVE", "slcccl", key,
-                          (long long)p->capacity, "FPP", fpp, "BITS",
-                          (long long)p->counter_bits);
-}
-
-static int reply_status(RedisModuleCtx *ctx, bk_status s, const char *what) {
-  char msg[200];
-  if (s == BK_ENOMEM)
-    snprintf(msg, sizeof msg, "ERR out of memory (%s)", what);
-  else
-    snprintf(msg, sizeof msg, "ERR %s: %s", what, bk_strerror(s));
-  return RedisModule_ReplyWithError(ctx, msg);
-}
-
-static bool open_key(RedisModuleCtx *ctx, RedisModuleString *name, int mode,
-                     RedisModuleKey **key, bk_cbf **v) {
-  *key = RedisModule_OpenKey(ctx, name, mode);
-  *v = NULL;
-  if (RedisModule_KeyType(*key) == REDISMODULE_KEYTYPE_EMPTY) return true;
-  if (RedisModule_ModuleTypeGetType(*key) != cbf_type) {
-    RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
-    return false;
-  }
-  *v = RedisModule_ModuleTypeGetValue(*key);
-  return true;
-}
-
-/* CBF.RESERVE key capacity [FPP p] [BITS 4|8|16|32] [BLOCKED] */
-static int cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv,
-                       int argc) {
-  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
-  if (argc < 3) return RedisModule_WrongArity(ctx);
-  cbf_params p = {.fpp = bk_rm_config.fpp, .counter_bits = 4};
-  if (!bk_rm_parse_u64(argv[2], 1, BK_RM_MAX_CAPACITY, &p.capacity))
-    return bk_rm_arg_error(ctx, "capacity",
-                           "must be an integer from 1 to 2^32");
-  for (int i = 3; i < argc; i++) {
-    uint64_t bits;
-    if (bk_rm_is(argv[i], "BLOCKED")) {
-      p.blocked = true;
-    } else if (bk_rm_is(argv[i], "FPP") && i + 1 < argc) {
-      if (!bk_rm_parse_fpp(argv[++i], &p.fpp))
-        return bk_rm_arg_error(ctx, "FPP", "must be a number in (0, 1)");
-    } else if (bk_rm_is(argv[i], "BITS") && i + 1 < argc) {
-      if (!bk_rm_parse_u64(argv[++i], 4, 32, &bits) ||
-          (bits != 4 && bits != 8 && bits != 16 && bits != 32))
-        return bk_rm_arg_error(ctx, "BITS", "must be 4, 8, 16 or 32");
-      p.counter_bits = (unsigned)bits;
-    } else {
-      return bk_rm_arg_error(ctx, "option",
-                             "expected FPP p, BITS n or BLOCKED");
-    }
-  }
-  RedisModuleKey *key;
-  bk_cbf *v;
-  if (!open_key(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key, &v))
-    return REDISMODULE_OK;
-  if (v) return RedisModule_ReplyWithError(ctx, "ERR key exists");
-  bk_status s = cbf_new(&p, &v);
-  if (s != BK_OK) return reply_status(ctx, s, "cannot create the filter");
-  RedisModule_ModuleTypeSetValue(key, cbf_type, v);
-  replicate_reserve(ctx, argv[1], &p);
-  return RedisModule_ReplyWithSimpleString(ctx, "OK");
+  return bk_cbf_create((bk_cbf **)out, &cfg);
 }
 
 /* CBF.ADD key item [item ...]: per item, its count after the add (the
@@ -122,19 +76,8 @@ static int cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv,
 static int cmd_add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
   RedisModule_AutoMemory(ctx);
   if (argc < 3) return RedisModule_WrongArity(ctx);
-  RedisModuleKey *key;
-  bk_cbf *v;
-  if (!open_key(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key, &v))
-    return REDISMODULE_OK;
-  if (!v) {
-    cbf_params p = {.capacity = bk_rm_config.cbf_capacity,
-                    .fpp = bk_rm_config.fpp,
-                    .counter_bits = 4};
-    bk_status s = cbf_new(&p, &v);
-    if (s != BK_OK) return reply_status(ctx, s, "cannot create the filter");
-    RedisModule_ModuleTypeSetValue(key, cbf_type, v);
-    replicate_reserve(ctx, argv[1], &p);
-  }
+  bk_cbf *v = bk_rm_open_write(ctx, &cbf_desc, argv[1], NULL);
+  if (!v) return REDISMODULE_OK;
   RedisModule_ReplyWithArray(ctx, argc - 2);
   for (int i = 2; i < argc; i++) {
     size_t len;
@@ -155,9 +98,9 @@ static int cmd_add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
 static int cmd_rem(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
   RedisModule_AutoMemory(ctx);
   if (argc < 3) return RedisModule_WrongArity(ctx);
-  RedisModuleKey *key;
   bk_cbf *v;
-  if (!open_key(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key, &v))
+  if (!bk_rm_open(ctx, &cbf_desc, argv[1], REDISMODULE_READ | REDISMODULE_WRITE,
+                  NULL, (void **)&v))
     return REDISMODULE_OK;
   RedisModule_ReplyWithArray(ctx, argc - 2);
   for (int i = 2; i < argc; i++) {
@@ -176,9 +119,8 @@ static int ask(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
                query q) {
   RedisModule_AutoMemory(ctx);
   if (q == Q_MEXISTS ? argc < 3 : argc != 3) return RedisModule_WrongArity(ctx);
-  RedisModuleKey *key;
   bk_cbf *v;
-  if (!open_key(ctx, argv[1], REDISMODULE_READ, &key, &v))
+  if (!bk_rm_open(ctx, &cbf_desc, argv[1], REDISMODULE_READ, NULL, (void **)&v))
     return REDISMODULE_OK;
   if (q == Q_MEXISTS) RedisModule_ReplyWithArray(ctx, argc - 2);
   for (int i = 2; i < argc; i++) {
@@ -210,61 +152,33 @@ static int cmd_count(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
 
 /* CBF.INFO key: name/value pairs. */
 static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
-  RedisModule_AutoMemory(ctx);
-  if (argc != 2) return RedisModule_WrongArity(ctx);
-  RedisModuleKey *key;
-  bk_cbf *v;
-  if (!open_key(ctx, argv[1], REDISMODULE_READ, &key, &v))
-    return REDISMODULE_OK;
-  if (!v) return RedisModule_ReplyWithError(ctx, "ERR no such key");
+  bk_cbf *v = bk_rm_open_info(ctx, &cbf_desc, argv, argc);
+  if (!v) return REDISMODULE_OK;
   bk_cbf_info info;
   bk_status s = bk_cbf_info_get(v, &info);
-  if (s != BK_OK) return reply_status(ctx, s, "cannot describe the filter");
+  if (s != BK_OK)
+    return bk_rm_reply_status(ctx, s, "cannot describe the filter");
   char fpp[40];
   snprintf(fpp, sizeof fpp, "%.6g", info.fill_fpp);
-  RedisModule_ReplyWithArray(ctx, 18);
-  RedisModule_ReplyWithSimpleString(ctx, "capacity");
-  RedisModule_ReplyWithLongLong(ctx, (long long)info.capacity);
-  RedisModule_ReplyWithSimpleString(ctx, "counters");
-  RedisModule_ReplyWithLongLong(ctx, (long long)info.m_counters);
-  RedisModule_ReplyWithSimpleString(ctx, "hashes");
-  RedisModule_ReplyWithLongLong(ctx, info.k);
-  RedisModule_ReplyWithSimpleString(ctx, "counter_bits");
-  RedisModule_ReplyWithLongLong(ctx, info.counter_bits);
-  RedisModule_ReplyWithSimpleString(ctx, "layout");
-  RedisModule_ReplyWithSimpleString(
-      ctx, info.layout == BK_BLOOM_BLOCKED ? "blocked" : "standard");
-  RedisModule_ReplyWithSimpleString(ctx, "nonzero");
-  RedisModule_ReplyWithLongLong(ctx, (long long)info.nonzero);
-  RedisModule_ReplyWithSimpleString(ctx, "saturated");
-  RedisModule_ReplyWithLongLong(ctx, (long long)info.saturated);
-  RedisModule_ReplyWithSimpleString(ctx, "fpp_estimate");
-  RedisModule_ReplyWithSimpleString(ctx, fpp);
-  RedisModule_ReplyWithSimpleString(ctx, "memory");
-  RedisModule_ReplyWithLongLong(ctx, (long long)info.memory);
-  return REDISMODULE_OK;
+  const bk_rm_field fields[] = {
+      {"capacity", NULL, (long long)info.capacity},
+      {"counters", NULL, (long long)info.m_counters},
+      {"hashes", NULL, info.k},
+      {"counter_bits", NULL, info.counter_bits},
+      {"layout", info.layout == BK_BLOOM_BLOCKED ? "blocked" : "standard", 0},
+      {"nonzero", NULL, (long long)info.nonzero},
+      {"saturated", NULL, (long long)info.saturated},
+      {"fpp_estimate", fpp, 0},
+      {"memory", NULL, (long long)info.memory},
+  };
+  return bk_rm_reply_fields(ctx, fields, sizeof fields / sizeof fields[0]);
 }
 
-/* ---- persistence -------------------------------------------------------- */
+/* ---- the structure, for type.c ------------------------------------------- */
 
-static char *cbf_blob(const void *value, size_t *len) {
-  const bk_cbf *v = value;
-  size_t size;
-  if (bk_cbf_serialized_size(v, &size) != BK_OK) return NULL;
-  char *buf = RedisModule_Alloc(size);
-  size_t written;
-  if (bk_cbf_serialize(v, buf, size, &written) != BK_OK) {
-    RedisModule_Free(buf);
-    return NULL;
-  }
-  *len = written;
-  return buf;
-}
+BK_RM_STRUCT_FUNCS(cbf)
 
-/* A CBF has no clock: `now` is unused. */
-static void *cbf_from_blob(const char *buf, size_t len, uint64_t now,
-                           const char **why) {
-  (void)now;
+static void *cbf_deserialize(const char *buf, size_t len, const char **why) {
   bk_cbf *v;
   bk_status s = bk_cbf_deserialize(buf, len, &bk_rm_allocator, &v);
   if (s != BK_OK) {
@@ -275,38 +189,37 @@ static void *cbf_from_blob(const char *buf, size_t len, uint64_t now,
   return v;
 }
 
-/* No clock: RDB holds the blob alone, the AOF emits CBF.LOAD key blob. */
-static const bk_rm_blobtype cbf_blobtype = {
-    .name = "CBF",
-    .aof_name = "a CBF",
-    .load_cmd = "CBF.LOAD",
-    .clock = NULL,
-    .to_blob = cbf_blob,
-    .from_blob = cbf_from_blob,
-    .type = &cbf_type,
-    .free = cbf_free,
+static const bk_rm_command cbf_cmds[] = {
+    {"CBF.ADD", cmd_add, "write deny-oom"},
+    {"CBF.REM", cmd_rem, "write"},
+    {"CBF.EXISTS", cmd_exists, "readonly fast"},
+    {"CBF.MEXISTS", cmd_mexists, "readonly fast"},
+    {"CBF.COUNT", cmd_count, "readonly fast"},
+    {"CBF.INFO", cmd_info, "readonly"},
 };
 
-static size_t cbf_mem_usage(const void *value) {
-  size_t size = 0;
-  if (bk_cbf_serialized_size(value, &size) != BK_OK) size = 0;
-  return size;
-}
+/* No clock: RDB holds the blob alone, the AOF emits CBF.LOAD key blob. */
+static bk_rm_type cbf_desc = {
+    .names = {.type = "bk-cbf-ft",
+              .log = "CBF",
+              .aof_log = "a CBF",
+              .noun = "filter",
+              .reserve = "CBF.RESERVE",
+              .load = "CBF.LOAD"},
+    .structure = {.advance = NULL,
+                  .serialized_size = cbf_serialized_size,
+                  .serialize = cbf_serialize,
+                  .deserialize = cbf_deserialize,
+                  .memory = NULL, /* the serialized size: the counters */
+                  .destroy = cbf_destroy},
+    .reserve = {.params = cbf_params,
+                .n_params = N_PARAMS,
+                .pairs = false,
+                .options_hint = "expected FPP p, BITS n or BLOCKED",
+                .defaults = cbf_defaults,
+                .create = cbf_create},
+    .cmds = cbf_cmds,
+    .n_cmds = sizeof cbf_cmds / sizeof cbf_cmds[0],
+};
 
-/* rdb_load, rdb_save, aof_rewrite, digest and CBF.LOAD key blob. */
-BK_RM_BLOBTYPE_METHODS(cbf, cbf_blobtype)
-
-int bk_rm_cbf_init(RedisModuleCtx *ctx) {
-  static const bk_rm_command cmds[] = {
-      {"CBF.RESERVE", cmd_reserve, "write deny-oom"},
-      {"CBF.ADD", cmd_add, "write deny-oom"},
-      {"CBF.REM", cmd_rem, "write"},
-      {"CBF.EXISTS", cmd_exists, "readonly fast"},
-      {"CBF.MEXISTS", cmd_mexists, "readonly fast"},
-      {"CBF.COUNT", cmd_count, "readonly fast"},
-      {"CBF.INFO", cmd_info, "readonly"},
-      {"CBF.LOAD", cbf_cmd_load, "write deny-oom"},
-  };
-  return bk_rm_blob_register(ctx, &cbf_blobtype, "bk-cbf-ft", cbf_methods(),
-                             cmds, sizeof cmds / sizeof cmds[0]);
-}
+BK_RM_TYPE_INIT(cbf, cbf_desc)

@@ -4,7 +4,8 @@
  * loadmodule arguments into the module-level defaults and registers the
  * IDEM (idempotent counter tables, idem.c), FBF (forgetful Bloom filters,
  * fbf.c) and CBF (counting Bloom filters, cbf.c) data types and commands. Also
- * the helpers every command shares (rm.h).
+ * the helpers every command shares (rm.h); what every data type shares is
+ * in type.c.
  */
 #define BK_RM_MAIN
 #include "redis/rm.h"
@@ -163,120 +164,6 @@ static int parse_module_args(RedisModuleCtx *ctx, RedisModuleString **argv,
       return REDISMODULE_ERR;
     }
   }
-  return REDISMODULE_OK;
-}
-
-/* ---- persistence shared by the data types (rm.h bk_rm_blobtype) ---------
- * RDB (encver 1): u64 clock (types with one), then the serialized form as
- * one string. The loader trusts none of it: the type's from_blob checks
- * every byte. */
-
-void *bk_rm_blob_rdb_load(const bk_rm_blobtype *t, RedisModuleIO *io,
-                          int encver) {
-  if (encver != BK_RM_ENCVER) {
-    RedisModule_LogIOError(io, "warning",
-                           "bloomkit: %s encoding version %d is not one this "
-                           "module reads (%d)",
-                           t->name, encver, BK_RM_ENCVER);
-    return NULL;
-  }
-  uint64_t now = 0;
-  if (t->clock) {
-    now = RedisModule_LoadUnsigned(io);
-    if (RedisModule_IsIOError(io)) return NULL;
-  }
-  size_t len;
-  char *buf = RedisModule_LoadStringBuffer(io, &len);
-  if (RedisModule_IsIOError(io)) {
-    if (buf) RedisModule_Free(buf);
-    return NULL;
-  }
-  const char *why = NULL;
-  void *v = t->from_blob(buf, len, now, &why);
-  RedisModule_Free(buf);
-  if (!v)
-    RedisModule_LogIOError(io, "warning", "bloomkit: refusing a corrupt %s: %s",
-                           t->name, why);
-  return v;
-}
-
-void bk_rm_blob_rdb_save(const bk_rm_blobtype *t, RedisModuleIO *io,
-                         const void *value) {
-  size_t len = 0;
-  char *buf = t->to_blob(value, &len);
-  if (t->clock) RedisModule_SaveUnsigned(io, t->clock(value));
-  /* Serialization cannot fail for a valid value with the buffer sized by
-   * serialized_size; an empty string would fail the load loudly. */
-  RedisModule_SaveStringBuffer(io, buf ? buf : "", buf ? len : 0);
-  if (buf) RedisModule_Free(buf);
-}
-
-/* AOF rewrite: one <TYPE>.LOAD with the clock (types with one) and the
- * blob. */
-void bk_rm_blob_aof_rewrite(const bk_rm_blobtype *t, RedisModuleIO *aof,
-                            RedisModuleString *key, const void *value) {
-  size_t len;
-  char *buf = t->to_blob(value, &len);
-  if (!buf) {
-    RedisModule_LogIOError(aof, "warning",
-                           "bloomkit: cannot serialize %s for the AOF",
-                           t->aof_name);
-    return;
-  }
-  if (t->clock)
-    RedisModule_EmitAOF(aof, t->load_cmd, "slb", key,
-                        (long long)t->clock(value), buf, len);
-  else
-    RedisModule_EmitAOF(aof, t->load_cmd, "sb", key, buf, len);
-  RedisModule_Free(buf);
-}
-
-void bk_rm_blob_digest(const bk_rm_blobtype *t, RedisModuleDigest *md,
-                       const void *value) {
-  size_t len;
-  char *buf = t->to_blob(value, &len);
-  if (buf) {
-    RedisModule_DigestAddStringBuffer(md, buf, len);
-    RedisModule_Free(buf);
-  }
-  if (t->clock) RedisModule_DigestAddLongLong(md, (long long)t->clock(value));
-  RedisModule_DigestEndSequence(md);
-}
-
-int bk_rm_blob_cmd_load(const bk_rm_blobtype *t, RedisModuleCtx *ctx,
-                        RedisModuleString **argv, int argc) {
-  RedisModule_AutoMemory(ctx); /* the keys opened are closed on return */
-  if (argc != (t->clock ? 4 : 3)) return RedisModule_WrongArity(ctx);
-  uint64_t now = 0;
-  if (t->clock && !bk_rm_parse_u64(argv[2], 0, UINT64_MAX >> 1, &now))
-    return bk_rm_arg_error(ctx, "now_ms", "must be a time in ms >= 0");
-  size_t len;
-  const char *buf = RedisModule_StringPtrLen(argv[argc - 1], &len);
-  const char *why = NULL;
-  void *nv = t->from_blob(buf, len, now, &why);
-  if (!nv) return bk_rm_arg_error(ctx, "blob", why);
-  RedisModuleKey *key =
-      RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);
-  if (RedisModule_KeyType(key) != REDISMODULE_KEYTYPE_EMPTY &&
-      RedisModule_ModuleTypeGetType(key) != *t->type) {
-    RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
-    t->free(nv);
-    return REDISMODULE_OK;
-  }
-  RedisModule_ModuleTypeSetValue(key, *t->type, nv);
-  RedisModule_ReplicateVerbatim(ctx);
-  return RedisModule_ReplyWithSimpleString(ctx, "OK");
-}
-
-int bk_rm_blob_register(RedisModuleCtx *ctx, const bk_rm_blobtype *t,
-                        const char *type_name, RedisModuleTypeMethods methods,
-                        const bk_rm_command *cmds, size_t n) {
-  *t->type = RedisModule_CreateDataType(ctx, type_name, BK_RM_ENCVER, &methods);
-  if (!*t->type) return REDISMODULE_ERR;
-  for (size_t i = 0; i < n; i++)
-    if (RedisModule_CreateCommand(ctx, cmds[i].name, cmds[i].fn, cmds[i].flags,
-                                  1, 1, 1) == REDISMODULE_ERR)
-      return REDISMODULE_ERR;
   return REDISMODULE_OK;
 }
 

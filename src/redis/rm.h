@@ -5,7 +5,8 @@
  * by scripts/bootstrap.sh), the module-level defaults set by loadmodule
  * arguments, argument parsing that names the argument in its error reply,
  * the module clock, and the allocator that charges bloomkit's memory to
- * Redis (so INFO memory and maxmemory see it).
+ * Redis (so INFO memory and maxmemory see it); and bk_rm_type, the
+ * descriptor each data type fills for the glue they share (type.c).
  *
  * module.c defines the API's function pointers (BK_RM_MAIN); every other
  * file declares them extern.
@@ -66,88 +67,238 @@ bool bk_rm_is(RedisModuleString *s, const char *keyword);
  * clock in ms (RedisModule_Milliseconds), never earlier than `last`. */
 uint64_t bk_rm_clock(uint64_t last);
 
-/* The persistence glue every data type shares (module.c): RDB load and
- * save, AOF rewrite and DEBUG DIGEST of a value kept as its library's
- * serialized form ("blob"), with the module clock before it when the
- * type has one. Each type's RedisModuleTypeMethods call these with its
- * own descriptor. */
-typedef struct bk_rm_blobtype {
-  const char *name;     /* in log lines: "IDEM table", "FBF", "CBF" */
-  const char *aof_name; /* in the AOF log line: "IDEM table", "an FBF" */
-  const char *load_cmd; /* the command the AOF rewrite emits: "FBF.LOAD" */
-  /* The value's clock; NULL for a type without one (then neither RDB nor
-   * the AOF command nor the digest carries a clock). */
-  uint64_t (*clock)(const void *value);
-  /* The serialized form in a Redis-allocated buffer, or NULL. */
-  char *(*to_blob)(const void *value, size_t *len);
-  /* A value from its serialized form and clock (0 without one); NULL and
-   * *why when the bytes are not one the type could have written. */
-  void *(*from_blob)(const char *buf, size_t len, uint64_t now,
-                     const char **why);
-  RedisModuleType **type; /* the type's handle (set by its init) */
-  void (*free)(void *value);
-} bk_rm_blobtype;
+/* ---- one data type, described (type.c does the rest) -------------------
+ *
+ * Each of idem.c, fbf.c and cbf.c fills one bk_rm_type with its names, the
+ * structure's functions and its RESERVE parameters, and defines only its
+ * own commands' logic. type.c holds what is the same for every type: the
+ * type methods (RDB load and save, AOF rewrite, memory usage, digest,
+ * free), <TYPE>.RESERVE (parsing, creation, replication), <TYPE>.LOAD,
+ * opening a key of the type and creating a value on first use.
+ *
+ * A value of a type with a clock (structure.advance != NULL) is a bk_rm_timed:
+ * the structure and the latest time it was advanced to. A value of a type
+ * without one is the structure itself. */
 
-void *bk_rm_blob_rdb_load(const bk_rm_blobtype *t, RedisModuleIO *io,
-                          int encver);
-void bk_rm_blob_rdb_save(const bk_rm_blobtype *t, RedisModuleIO *io,
-                         const void *value);
-void bk_rm_blob_aof_rewrite(const bk_rm_blobtype *t, RedisModuleIO *aof,
-                            RedisModuleString *key, const void *value);
-void bk_rm_blob_digest(const bk_rm_blobtype *t, RedisModuleDigest *md,
-                       const void *value);
-/* <TYPE>.LOAD key [now_ms] blob (now_ms for a type with a clock): set the
- * key to the value the blob holds (what the AOF rewrite emits; also a way
- * to restore a saved value). */
-int bk_rm_blob_cmd_load(const bk_rm_blobtype *t, RedisModuleCtx *ctx,
-                        RedisModuleString **argv, int argc);
+typedef struct bk_rm_timed {
+  void *obj;    /* the structure (bk_fbf, bk_idem) */
+  uint64_t now; /* the latest time it was advanced to */
+} bk_rm_timed;
 
-/* A command of a data type, for bk_rm_blob_register. */
+/* One RESERVE parameter: positional (keyword NULL) or an option. Its value
+ * sits in a bk_rm_param at the same index as its spec. */
+typedef union bk_rm_param {
+  uint64_t n; /* BK_RM_NUMBER; BK_RM_FLAG 0 or 1; BK_RM_CHOICE: the index */
+  double fpp; /* BK_RM_FPP */
+} bk_rm_param;
+
+typedef enum bk_rm_param_kind {
+  BK_RM_NUMBER, /* an integer in [lo, hi] that `valid` accepts */
+  BK_RM_FPP,    /* a probability in (0, 1), replicated as %.17g */
+  BK_RM_FLAG,   /* a keyword alone (ADAPTIVE, BLOCKED) */
+  BK_RM_CHOICE, /* one of `choices`, case-insensitive */
+} bk_rm_param_kind;
+
+typedef struct bk_rm_param_spec {
+  const char *keyword; /* "FPP"; NULL for a positional parameter */
+  const char *name;    /* in the error reply: "capacity", "FPP" */
+  const char *what;    /* the error reply's text */
+  bk_rm_param_kind kind;
+  uint64_t lo, hi;            /* BK_RM_NUMBER */
+  bool (*valid)(uint64_t n);  /* BK_RM_NUMBER: NULL, or a further check */
+  const char *const *choices; /* BK_RM_CHOICE: NULL-terminated */
+  bool required;              /* an option RESERVE cannot do without */
+} bk_rm_param_spec;
+
+#define BK_RM_MAX_PARAMS 8
+
+/* FPP p, the same for every type. */
+#define BK_RM_PARAM_FPP                                                    \
+  {                                                                        \
+    .keyword = "FPP", .name = "FPP", .what = "must be a number in (0, 1)", \
+    .kind = BK_RM_FPP                                                      \
+  }
+
+/* A command of a data type besides its RESERVE and LOAD. */
 typedef struct bk_rm_command {
   const char *name;
   RedisModuleCmdFunc fn;
   const char *flags;
 } bk_rm_command;
 
-/* Create the data type `type_name` (exactly 9 characters) with `methods`
- * into *t->type, then its n commands (first key, last key, step: 1, 1, 1).
- * REDISMODULE_OK or REDISMODULE_ERR. */
-int bk_rm_blob_register(RedisModuleCtx *ctx, const bk_rm_blobtype *t,
-                        const char *type_name, RedisModuleTypeMethods methods,
-                        const bk_rm_command *cmds, size_t n);
+/* The type's names. */
+typedef struct bk_rm_names {
+  const char *type;    /* the RDB type name: exactly 9 characters */
+  const char *log;     /* in log lines: "IDEM table", "FBF", "CBF" */
+  const char *aof_log; /* in the AOF log line: "IDEM table", "an FBF" */
+  const char *noun;    /* in replies: "cannot create the <noun>" */
+  const char *reserve; /* "FBF.RESERVE" */
+  const char *load;    /* "FBF.LOAD": what the AOF rewrite emits */
+} bk_rm_names;
 
-/* Defines <p>_rdb_load, <p>_rdb_save, <p>_aof_rewrite, <p>_digest and
- * <p>_cmd_load, the type methods and LOAD command of the blobtype `desc`
- * (Redis passes them no context to find `desc` from), and <p>_methods(),
- * every type method, with <p>_mem_usage and <p>_free (defined before). */
-#define BK_RM_BLOBTYPE_METHODS(p, desc)                                   \
-  static void *p##_rdb_load(RedisModuleIO *io, int encver) {              \
-    return bk_rm_blob_rdb_load(&(desc), io, encver);                      \
-  }                                                                       \
-  static void p##_rdb_save(RedisModuleIO *io, void *value) {              \
-    bk_rm_blob_rdb_save(&(desc), io, value);                              \
-  }                                                                       \
-  static void p##_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, \
-                              void *value) {                              \
-    bk_rm_blob_aof_rewrite(&(desc), aof, key, value);                     \
-  }                                                                       \
-  static void p##_digest(RedisModuleDigest *md, void *value) {            \
-    bk_rm_blob_digest(&(desc), md, value);                                \
-  }                                                                       \
-  static int p##_cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv,  \
-                          int argc) {                                     \
-    return bk_rm_blob_cmd_load(&(desc), ctx, argv, argc);                 \
-  }                                                                       \
-  static RedisModuleTypeMethods p##_methods(void) {                       \
-    return (RedisModuleTypeMethods){                                      \
-        .version = REDISMODULE_TYPE_METHOD_VERSION,                       \
-        .rdb_load = p##_rdb_load,                                         \
-        .rdb_save = p##_rdb_save,                                         \
-        .aof_rewrite = p##_aof_rewrite,                                   \
-        .mem_usage = p##_mem_usage,                                       \
-        .digest = p##_digest,                                             \
-        .free = p##_free,                                                 \
-    };                                                                    \
+/* The structure a value holds. advance: NULL for a type without a clock
+ * (then neither RDB nor the AOF command nor the digest carries one, and
+ * RESERVE takes no AT). memory: what MEMORY USAGE counts besides the
+ * bk_rm_timed; NULL for the serialized size (O(1), and it tracks the
+ * memory held). */
+typedef struct bk_rm_structure {
+  bk_status (*advance)(void *obj, uint64_t now);
+  bk_status (*serialized_size)(const void *obj, size_t *size);
+  bk_status (*serialize)(const void *obj, void *buf, size_t cap,
+                         size_t *written);
+  /* A structure from its serialized form; NULL and *why when the bytes are
+   * not one the module could have written. */
+  void *(*deserialize)(const char *buf, size_t len, const char **why);
+  size_t (*memory)(const void *obj);
+  void (*destroy)(void *obj);
+} bk_rm_structure;
+
+/* RESERVE key <positional...> [options...] [AT now_ms]. */
+typedef struct bk_rm_reserve {
+  /* The parameters in the order RESERVE is replicated with (positional
+   * ones first). */
+  const bk_rm_param_spec *params;
+  size_t n_params;
+  /* Every option takes a value, so an odd argument count is a wrong
+   * arity. */
+  bool pairs;
+  const char *options_hint; /* the reply to an unknown option */
+  /* The values on first use, which are also RESERVE's before its
+   * arguments. */
+  void (*defaults)(bk_rm_param *params);
+  /* The structure the values make at `now`. */
+  bk_status (*create)(const bk_rm_param *params, uint64_t now, void **obj);
+} bk_rm_reserve;
+
+typedef struct bk_rm_type {
+  bk_rm_names names;
+  bk_rm_structure structure;
+  bk_rm_reserve reserve;
+  const bk_rm_command *cmds; /* registered between RESERVE and LOAD */
+  size_t n_cmds;
+  RedisModuleType *handle; /* set by bk_rm_register */
+} bk_rm_type;
+
+/* Defines p_serialized_size, p_serialize and p_destroy: the structure's
+ * bk_<p>_serialized_size, bk_<p>_serialize and bk_<p>_destroy taking the
+ * void pointers a bk_rm_type holds (calling them through a cast function
+ * pointer would be undefined behaviour). */
+#define BK_RM_STRUCT_FUNCS(p)                                            \
+  static bk_status p##_serialized_size(const void *obj, size_t *size) {  \
+    return bk_##p##_serialized_size(obj, size);                          \
+  }                                                                      \
+  static bk_status p##_serialize(const void *obj, void *buf, size_t cap, \
+                                 size_t *written) {                      \
+    return bk_##p##_serialize(obj, buf, cap, written);                   \
+  }                                                                      \
+  static void p##_destroy(void *obj) {                                   \
+    bk_##p##_destroy(obj);                                               \
+  }
+
+/* Reply "ERR out of memory (<what>)" or "ERR <what>: <status>". */
+int bk_rm_reply_status(RedisModuleCtx *ctx, bk_status s, const char *what);
+
+/* Open `name` with `mode`: *value is NULL when the key is empty. Replies
+ * WRONGTYPE and returns false when it holds another type. key may be
+ * NULL. */
+bool bk_rm_open(RedisModuleCtx *ctx, const bk_rm_type *t,
+                RedisModuleString *name, int mode, RedisModuleKey **key,
+                void **value);
+
+/* Open `name` for a write: an empty key gets a value made with the type's
+ * defaults (replicated as an explicit RESERVE, so a replica with other
+ * module defaults makes the same one); a value with a clock is advanced
+ * to *at (never back), or with at NULL to the master's clock. The value,
+ * or NULL after replying an error. */
+void *bk_rm_open_write(RedisModuleCtx *ctx, const bk_rm_type *t,
+                       RedisModuleString *name, const uint64_t *at);
+
+/* <TYPE>.INFO key: the value at key, or NULL after replying an error
+ * (wrong arity, WRONGTYPE, "ERR no such key"). Turns on the context's
+ * automatic memory, as every command does. */
+void *bk_rm_open_info(RedisModuleCtx *ctx, const bk_rm_type *t,
+                      RedisModuleString **argv, int argc);
+
+/* One name/value pair of an INFO reply: text, or the number n when text
+ * is NULL. */
+typedef struct bk_rm_field {
+  const char *name;
+  const char *text;
+  long long n;
+} bk_rm_field;
+
+/* Reply an array of the n pairs' names and values. */
+int bk_rm_reply_fields(RedisModuleCtx *ctx, const bk_rm_field *fields,
+                       size_t n);
+
+/* The type methods and commands every type shares, given its descriptor. */
+void *bk_rm_rdb_load(const bk_rm_type *t, RedisModuleIO *io, int encver);
+void bk_rm_rdb_save(const bk_rm_type *t, RedisModuleIO *io, const void *value);
+void bk_rm_aof_rewrite(const bk_rm_type *t, RedisModuleIO *aof,
+                       RedisModuleString *key, const void *value);
+size_t bk_rm_mem_usage(const bk_rm_type *t, const void *value);
+void bk_rm_digest(const bk_rm_type *t, RedisModuleDigest *md,
+                  const void *value);
+void bk_rm_free(const bk_rm_type *t, void *value);
+/* <TYPE>.RESERVE key <positional...> [options...] [AT now_ms]. */
+int bk_rm_cmd_reserve(const bk_rm_type *t, RedisModuleCtx *ctx,
+                      RedisModuleString **argv, int argc);
+/* <TYPE>.LOAD key [now_ms] blob (now_ms for a type with a clock): set the
+ * key to the value the blob holds (what the AOF rewrite emits; also a way
+ * to restore a saved value). */
+int bk_rm_cmd_load(const bk_rm_type *t, RedisModuleCtx *ctx,
+                   RedisModuleString **argv, int argc);
+
+/* Create the data type with `methods` into t->handle, then its commands:
+ * RESERVE, t->cmds, LOAD (first key, last key, step: 1, 1, 1).
+ * REDISMODULE_OK or REDISMODULE_ERR. */
+int bk_rm_register(RedisModuleCtx *ctx, bk_rm_type *t,
+                   const RedisModuleTypeMethods *methods,
+                   RedisModuleCmdFunc reserve, RedisModuleCmdFunc load);
+
+/* Defines int bk_rm_<p>_init(ctx), registering the type `desc` (a static
+ * bk_rm_type): Redis passes type methods and commands no context to find
+ * `desc` from, so each gets a two-line function here that passes it. */
+#define BK_RM_TYPE_INIT(p, desc)                                            \
+  static void *p##_rdb_load(RedisModuleIO *io, int encver) {                \
+    return bk_rm_rdb_load(&(desc), io, encver);                             \
+  }                                                                         \
+  static void p##_rdb_save(RedisModuleIO *io, void *value) {                \
+    bk_rm_rdb_save(&(desc), io, value);                                     \
+  }                                                                         \
+  static void p##_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key,   \
+                              void *value) {                                \
+    bk_rm_aof_rewrite(&(desc), aof, key, value);                            \
+  }                                                                         \
+  static size_t p##_mem_usage(const void *value) {                          \
+    return bk_rm_mem_usage(&(desc), value);                                 \
+  }                                                                         \
+  static void p##_digest(RedisModuleDigest *md, void *value) {              \
+    bk_rm_digest(&(desc), md, value);                                       \
+  }                                                                         \
+  static void p##_free(void *value) {                                       \
+    bk_rm_free(&(desc), value);                                             \
+  }                                                                         \
+  static int p##_cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, \
+                             int argc) {                                    \
+    return bk_rm_cmd_reserve(&(desc), ctx, argv, argc);                     \
+  }                                                                         \
+  static int p##_cmd_load(RedisModuleCtx *ctx, RedisModuleString **argv,    \
+                          int argc) {                                       \
+    return bk_rm_cmd_load(&(desc), ctx, argv, argc);                        \
+  }                                                                         \
+  int bk_rm_##p##_init(RedisModuleCtx *ctx) {                               \
+    static const RedisModuleTypeMethods methods = {                         \
+        .version = REDISMODULE_TYPE_METHOD_VERSION,                         \
+        .rdb_load = p##_rdb_load,                                           \
+        .rdb_save = p##_rdb_save,                                           \
+        .aof_rewrite = p##_aof_rewrite,                                     \
+        .mem_usage = p##_mem_usage,                                         \
+        .digest = p##_digest,                                               \
+        .free = p##_free,                                                   \
+    };                                                                      \
+    return bk_rm_register(ctx, &(desc), &methods, p##_cmd_reserve,          \
+                          p##_cmd_load);                                    \
   }
 
 /* Register each data type and its commands. */

@@ -323,6 +323,33 @@ static void test_usage_error(void **state) {
   free(text);
 }
 
+/* bk_cli_flush_output passes the status through when the output is
+ * written, and turns a failed write (/dev/full) into status 1 and one
+ * message. */
+static void test_flush_output(void **state) {
+  (void)state;
+  char *text, *written;
+  size_t len, written_len;
+  FILE *err = open_memstream(&text, &len);
+  FILE *out = open_memstream(&written, &written_len);
+  fputs("row\n", out);
+  assert_int_equal(bk_cli_flush_output(PROG, 0, out, err), 0);
+  assert_int_equal(bk_cli_flush_output(PROG, 2, out, err), 2);
+  fclose(out);
+  assert_string_equal(written, "row\n");
+  free(written);
+  FILE *full = fopen("/dev/full", "w");
+  if (full) {
+    fputs("row\n", full);
+    assert_int_equal(bk_cli_flush_output(PROG, 0, full, err), 1);
+    fclose(full);
+  }
+  fclose(err);
+  assert_string_equal(text,
+                      full ? PROG ": error writing standard output\n" : "");
+  free(text);
+}
+
 static void test_help(void **state) {
   (void)state;
   run r;
@@ -406,6 +433,7 @@ int main(void) {
       cmocka_unit_test(test_doubles),
       cmocka_unit_test(test_text_choices_lists),
       cmocka_unit_test(test_usage_error),
+      cmocka_unit_test(test_flush_output),
       cmocka_unit_test(test_help),
       cmocka_unit_test(test_dispatch),
   };

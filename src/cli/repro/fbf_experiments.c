@@ -68,6 +68,7 @@
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
+#include "cli/repro/repro.h"
 
 #define PROG "bloomkit fbf-experiments"
 #define DEFAULT_SEED 20150601u
@@ -895,9 +896,6 @@ int bk_cli_fbf_experiments(int argc, char **argv) {
   if (!status && (o.figures & 16u)) status = run_four_fbfs(&o, &fig65);
   if (!status && (o.figures & 32u)) status = run_fig66(&o);
   if (!status && o.plot_dir) status = draw_plots(&o);
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    fprintf(stderr, PROG ": error writing standard output\n");
-    status = 1;
-  }
+  status = bk_cli_flush_output(PROG, status, stdout, stderr);
   return status;
 }

@@ -32,12 +32,10 @@
 #include "bloomkit/hash.h"
 #include "bloomkit/kbf.h"
 #include "bloomkit/params.h"
-#include "cli/kbf_apps.h"
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
-#include "core/hash_fast.h"
-#include "kbf/kbf_internal.h"
+#include "cli/repro/repro.h"
 
 #define PROG "bloomkit kbf-experiments"
 #define N_VALUES 3000
@@ -172,20 +170,18 @@ typedef struct counts {
 } counts;
 
 /* Whether the paper's Algorithm 6 as written answers a value for h: no
- * empty cell, then the first counter-1 cell's content (the experiments
- * read the cells directly: kbf_internal.h). decode22/23 answers are
- * ignored here, so this is a lower bound on its false positives. */
+ * empty cell, then the first counter-1 cell's content (the counters come
+ * from bk_kbf_cell_counters_hash). decode22/23 answers are ignored here, so
+ * this is a lower bound on its false positives. */
 static bool paper_rule_answers(const bk_kbf *f, bk_hash h) {
-  uint64_t idx[BK_K_MAX];
-  bk__indices(h, f->main.k, f->main.m_created, idx);
+  uint8_t counters[BK_K_MAX];
+  size_t k = 0;
+  if (bk_kbf_cell_counters_hash(f, h, counters, BK_K_MAX, &k) != BK_OK)
+    return false;
   bool one = false;
-  for (unsigned i = 0; i < f->main.k; i++) {
-    const uint64_t p = idx[i] % f->main.m;
-    const uint64_t w = f->cell_bits == 32 ? ((const uint32_t *)f->main.data)[p]
-                                          : ((const uint64_t *)f->main.data)[p];
-    const uint64_t n = w >> f->enc_shift;
-    if (n == 0) return false;
-    if (n == 1) one = true;
+  for (size_t i = 0; i < k; i++) {
+    if (counters[i] == 0) return false;
+    if (counters[i] == 1) one = true;
   }
   return one;
 }
@@ -665,23 +661,36 @@ static int run_options(const options *o, const workload *w) {
 /* ---- pictures --------------------------------------------------------------
  */
 
-#define FP_SERIES                                                     \
-  {                                                                   \
-    {"p1e-3", "bloomkit, p = 1e-3"}, {"p1e-4", "bloomkit, p = 1e-4"}, \
-        {"paper_rule_p1e-3", "Algorithm 6 rule, p = 1e-3"},           \
-        {"paper_rule_p1e-4", "Algorithm 6 rule, p = 1e-4"},           \
-        {"paper_rule_p1e-5", "Algorithm 6 rule, p = 1e-5"}, {         \
-      "paper_rule_p1e-6", "Algorithm 6 rule, p = 1e-6"                \
-    }                                                                 \
+/* Figs. 7-12 are of two kinds. A false negative figure: stored keys that
+ * no longer answer their value, one series per preset p. A false positive
+ * figure: keys never stored (or deleted) that answer a value, bloomkit's
+ * decoding beside the Algorithm 6 rule, on a log axis (rates of n probes:
+ * see draw_plots). */
+#define FN_FIGURE(fig_name, fig_title, x_column, x_label, key_place)        \
+  {                                                                         \
+    .name = fig_name, .title = fig_title, .x = x_column, .xlabel = x_label, \
+    .ylabel = "false negative ratio", .key = key_place, .n_series = 4,      \
+    .series = {                                                             \
+      {"p1e-3", "p = 1e-3"},                                                \
+      {"p1e-4", "p = 1e-4"},                                                \
+      {"p1e-5", "p = 1e-5"},                                                \
+      {"p1e-6", "p = 1e-6"}                                                 \
+    }                                                                       \
   }
-
-#define P_SERIES(prefix)                                        \
-  {                                                             \
-    {prefix "p1e-3", "p = 1e-3"}, {prefix "p1e-4", "p = 1e-4"}, \
-        {prefix "p1e-5", "p = 1e-5"}, {                         \
-      prefix "p1e-6", "p = 1e-6"                                \
-    }                                                           \
+#define FP_FIGURE(fig_name, fig_title, x_column, x_label)                   \
+  {                                                                         \
+    .name = fig_name, .title = fig_title, .x = x_column, .xlabel = x_label, \
+    .ylabel = "false positive ratio", .logy = true, .key = "top right",     \
+    .n_series = 6, .zero_at = 1.0, .series = {                              \
+      {"p1e-3", "bloomkit, p = 1e-3"},                                      \
+      {"p1e-4", "bloomkit, p = 1e-4"},                                      \
+      {"paper_rule_p1e-3", "Algorithm 6 rule, p = 1e-3"},                   \
+      {"paper_rule_p1e-4", "Algorithm 6 rule, p = 1e-4"},                   \
+      {"paper_rule_p1e-5", "Algorithm 6 rule, p = 1e-5"},                   \
+      {"paper_rule_p1e-6", "Algorithm 6 rule, p = 1e-6"}                    \
+    }                                                                       \
   }
+#define SHRINK_XLABEL "kBF size / size for p at n"
 
 static const bk_plot_figure plots[] = {
     {.name = "fig2",
@@ -728,64 +737,18 @@ static const bk_plot_figure plots[] = {
      .series = {{"simulated_k10", "simulated, k = 10"},
                 {"paper_k10", "paper's formula, k = 10"},
                 {"own_cell_k10", "own-cell formula, k = 10"}}},
-    {.name = "fig7",
-     .title = "Fig. 7: false negative ratio as m shrinks",
-     .x = "size_factor",
-     .xlabel = "kBF size / size for p at n",
-     .ylabel = "false negative ratio",
-     .key = "top right",
-     .n_series = 4,
-     .series = P_SERIES("")},
-    {.name = "fig8",
-     .title = "Fig. 8: false positive ratio as m shrinks",
-     .x = "size_factor",
-     .xlabel = "kBF size / size for p at n",
-     .ylabel = "false positive ratio",
-     .logy = true,
-     .key = "top right",
-     .n_series = 6,
-     .zero_at = 1.0, /* rates of n probes: see draw_plots */
-     .series = FP_SERIES},
-    {.name = "fig9",
-     .title = "Fig. 9: false positives of deleted keys, "
-              "size m",
-     .x = "batch",
-     .xlabel = "tenths deleted",
-     .ylabel = "false positive ratio",
-     .logy = true,
-     .key = "top right",
-     .n_series = 6,
-     .zero_at = 1.0, /* rates of n probes: see draw_plots */
-     .series = FP_SERIES},
-    {.name = "fig10",
-     .title = "Fig. 10: false positives of deleted keys, "
-              "size m/2",
-     .x = "batch",
-     .xlabel = "tenths deleted",
-     .ylabel = "false positive ratio",
-     .logy = true,
-     .key = "top right",
-     .n_series = 6,
-     .zero_at = 1.0, /* rates of n probes: see draw_plots */
-     .series = FP_SERIES},
-    {.name = "fig11",
-     .title = "Fig. 11: false negatives after updates, "
-              "size m",
-     .x = "batch",
-     .xlabel = "tenths updated",
-     .ylabel = "false negative ratio",
-     .key = "top left",
-     .n_series = 4,
-     .series = P_SERIES("")},
-    {.name = "fig12",
-     .title = "Fig. 12: false negatives after updates, "
-              "size m/2",
-     .x = "batch",
-     .xlabel = "tenths updated",
-     .ylabel = "false negative ratio",
-     .key = "top left",
-     .n_series = 4,
-     .series = P_SERIES("")},
+    FN_FIGURE("fig7", "Fig. 7: false negative ratio as m shrinks",
+              "size_factor", SHRINK_XLABEL, "top right"),
+    FP_FIGURE("fig8", "Fig. 8: false positive ratio as m shrinks",
+              "size_factor", SHRINK_XLABEL),
+    FP_FIGURE("fig9", "Fig. 9: false positives of deleted keys, size m",
+              "batch", "tenths deleted"),
+    FP_FIGURE("fig10", "Fig. 10: false positives of deleted keys, size m/2",
+              "batch", "tenths deleted"),
+    FN_FIGURE("fig11", "Fig. 11: false negatives after updates, size m",
+              "batch", "tenths updated", "top left"),
+    FN_FIGURE("fig12", "Fig. 12: false negatives after updates, size m/2",
+              "batch", "tenths updated", "top left"),
     {.name = "fig13",
      .title = "Fig. 13: false negatives after JOIN",
      .x = "rho",
@@ -909,9 +872,6 @@ int bk_cli_kbf_experiments(int argc, char **argv) {
   if (!status) status = run_options(&o, &w);
   if (!status && o.plot_dir) status = draw_plots(&o);
   workload_free(&w);
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    fprintf(stderr, PROG ": error writing standard output\n");
-    status = 1;
-  }
+  status = bk_cli_flush_output(PROG, status, stdout, stderr);
   return status;
 }

@@ -96,6 +96,7 @@
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
+#include "cli/repro/repro.h"
 
 #define PROG "bloomkit sim counters"
 #define DEFAULT_SEED 20150601u
@@ -803,8 +804,9 @@ static int plot_fig67(const options *o, const stream *s,
   bk_plot_figure fig = {
       .name = "fig6_7",
       .csv = path,
-      .title = "Fig. 6.7: counter value over time, with and without "
-               "duplicate filtering",
+      .title =
+          "Fig. 6.7: counter value over time, with and without "
+          "duplicate filtering",
       .x = "time_s",
       .xlabel = "time (s)",
       .ylabel = "sum of the counters",
@@ -815,7 +817,8 @@ static int plot_fig67(const options *o, const stream *s,
   for (size_t i = 0; i < o->n_strategies && fig.n_series < BK_PLOT_MAX_SERIES;
        i++) {
     const char *name = strategy_name(o->strategies[i]);
-    fig.series[fig.n_series++] = (bk_plot_series){.column = name, .title = name};
+    fig.series[fig.n_series++] =
+        (bk_plot_series){.column = name, .title = name};
   }
   if (!status) status = bk_plot_draw(o->plot_dir, &fig, stderr);
   free(path);
@@ -875,25 +878,24 @@ static int run_sweep(const options *base, const filter_shape *shape,
   const filter_shape fs = *shape;
   char delay[96];
   format_delay(&o.delay, delay, sizeof delay);
-  fprintf(out, "# " PROG
-         " --sweep-retry: seed %llu; load %s, %llu ops, base rate "
-         "%g ops/s, %llu clients, %llu keys; retry delay %s ms, timeout %llu "
-         "ms\n",
-         (unsigned long long)o.seed, load_name(o.load),
-         (unsigned long long)o.ops, o.rate, (unsigned long long)o.clients,
-         (unsigned long long)o.keys, delay, (unsigned long long)o.timeout_ms);
-  fprintf(
-      out,
-      "# filters: N=%u, t=%llu ms, FBF m=%llu bits k=%u per filter (%llu "
-      "bits in all), RBF %llu bits k=%u (equal memory), target fpp %g\n",
-      o.n_past, (unsigned long long)fs.period_ms, (unsigned long long)fs.m,
-      fs.k, (unsigned long long)(fs.m * (o.n_past + 2)),
-      (unsigned long long)(fs.m * (o.n_past + 2)), fs.k, o.target_fpp);
-  fprintf(
-      out,
-      "# ack_loss: share of acks lost (each lost ack -> one retry); "
-      "retries: delivered retries; fpp_max sampled every %llu ms\n",
-      (unsigned long long)o.sample_ms);
+  fprintf(out,
+          "# " PROG
+          " --sweep-retry: seed %llu; load %s, %llu ops, base rate "
+          "%g ops/s, %llu clients, %llu keys; retry delay %s ms, timeout %llu "
+          "ms\n",
+          (unsigned long long)o.seed, load_name(o.load),
+          (unsigned long long)o.ops, o.rate, (unsigned long long)o.clients,
+          (unsigned long long)o.keys, delay, (unsigned long long)o.timeout_ms);
+  fprintf(out,
+          "# filters: N=%u, t=%llu ms, FBF m=%llu bits k=%u per filter (%llu "
+          "bits in all), RBF %llu bits k=%u (equal memory), target fpp %g\n",
+          o.n_past, (unsigned long long)fs.period_ms, (unsigned long long)fs.m,
+          fs.k, (unsigned long long)(fs.m * (o.n_past + 2)),
+          (unsigned long long)(fs.m * (o.n_past + 2)), fs.k, o.target_fpp);
+  fprintf(out,
+          "# ack_loss: share of acks lost (each lost ack -> one retry); "
+          "retries: delivered retries; fpp_max sampled every %llu ms\n",
+          (unsigned long long)o.sample_ms);
   fprintf(out, "ack_loss,retries,retries_per_op," CSV_COLUMNS "\n");
   uint32_t *applied = malloc((size_t)o.ops * sizeof *applied);
   if (!applied) {
@@ -914,7 +916,7 @@ static int run_sweep(const options *base, const filter_shape *shape,
       if (status) break;
       uint64_t retries = s.n_attempts - s.n_ops;
       fprintf(out, "%g,%llu,%.6f,", o.ack_loss, (unsigned long long)retries,
-             (double)retries / (double)s.n_ops);
+              (double)retries / (double)s.n_ops);
       print_csv_row(out, &r, s.n_ops);
     }
     stream_free(&s);
@@ -955,9 +957,11 @@ static int sweep_and_plot(const options *o, const filter_shape *fs) {
   };
   for (size_t i = 0; i < o->n_strategies; i++) {
     const char *name = strategy_name(o->strategies[i]);
-    fig.series[fig.n_series++] = (bk_plot_series){
-        .column = "error_pct", .title = name, .filter_column = "strategy",
-        .filter_value = name, .absolute = true};
+    fig.series[fig.n_series++] = (bk_plot_series){.column = "error_pct",
+                                                  .title = name,
+                                                  .filter_column = "strategy",
+                                                  .filter_value = name,
+                                                  .absolute = true};
   }
   if (!status) status = bk_plot_draw(o->plot_dir, &fig, stderr);
   free(path);
@@ -1220,10 +1224,7 @@ static int sim_counters(int argc, char **argv) {
       (status = check_tables(&o, &fs)))
     return status;
   status = o.sweep ? sweep_and_plot(&o, &fs) : run_once(&o, &fs);
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    fprintf(stderr, PROG ": error writing standard output\n");
-    status = 1;
-  }
+  status = bk_cli_flush_output(PROG, status, stdout, stderr);
   return status;
 }
 

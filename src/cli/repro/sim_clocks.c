@@ -48,6 +48,7 @@
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
+#include "cli/repro/repro.h"
 
 #define PROG "bloomkit sim clocks"
 /* Every process holds a vector clock of p entries: p^2 * 4 bytes, 1 GiB at
@@ -580,22 +581,26 @@ static void print_table(void) {
 /* ---- figures
  * ----------------------------------------------------------------- */
 
-static char *join(const char *dir, const char *file) {
+/* DIR/FILE created for writing, its path (malloc'd) in *path; NULL when
+ * it cannot be (said on stderr, but for out of memory), nothing to free. */
+static FILE *create_in_dir(const char *dir, const char *file, char **path) {
   size_t n = strlen(dir) + strlen(file) + 2;
-  char *s = malloc(n);
-  if (s) snprintf(s, n, "%s/%s", dir, file);
-  return s;
+  *path = malloc(n);
+  if (!*path) return NULL;
+  snprintf(*path, n, "%s/%s", dir, file);
+  FILE *f = fopen(*path, "w");
+  if (!f) {
+    fprintf(stderr, PROG ": cannot write %s\n", *path);
+    free(*path);
+    *path = NULL;
+  }
+  return f;
 }
 
 static int plot_distance(const options *o, const result *r) {
-  char *path = join(o->plot_dir, "clocks_distance.csv");
-  if (!path) return 1;
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    fprintf(stderr, PROG ": cannot write %s\n", path);
-    free(path);
-    return 1;
-  }
+  char *path;
+  FILE *f = create_in_dir(o->plot_dir, "clocks_distance.csv", &path);
+  if (!f) return 1;
   fprintf(f,
           "# %s: p=%" PRIu64 " m=%" PRIu64 " k=%u topology=%s seed=%" PRIu64
           "\n" DIST_HEADER "\n",
@@ -636,14 +641,9 @@ static int plot_sweep(const options *o, const char *name, const char *x,
                       const char *csv_text) {
   char file[64];
   snprintf(file, sizeof file, "%s.csv", name);
-  char *path = join(o->plot_dir, file);
-  if (!path) return 1;
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    fprintf(stderr, PROG ": cannot write %s\n", path);
-    free(path);
-    return 1;
-  }
+  char *path;
+  FILE *f = create_in_dir(o->plot_dir, file, &path);
+  if (!f) return 1;
   fputs(csv_text, f);
   fclose(f);
   bk_plot_figure fig = {

@@ -24,6 +24,7 @@
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
+#include "cli/repro/repro.h"
 #include "kbfapps/dkbf.h"
 #include "kbfapps/dkbf_store.h"
 
@@ -506,9 +507,6 @@ int bk_cli_sim_dkbf(int argc, char **argv) {
         (unsigned long long)o.show, (unsigned long long)o.settings);
   if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
   status = run(&o);
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    fprintf(stderr, PROG ": error writing standard output\n");
-    status = 1;
-  }
+  status = bk_cli_flush_output(PROG, status, stdout, stderr);
   return status;
 }

@@ -53,9 +53,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "cli/kbf_apps.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
+#include "cli/repro/repro.h"
 
 #ifdef BK_HAVE_LIBMEMCACHED
 #include <libmemcached/memcached.h>
@@ -1005,9 +1005,6 @@ int bk_cli_kbf_memcached(int argc, char **argv) {
           stderr, PROG, "--limits: '%g' is not a whole number", o.limits[i]);
   if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
   status = run(&o);
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    fprintf(stderr, PROG ": error writing standard output\n");
-    status = 1;
-  }
+  status = bk_cli_flush_output(PROG, status, stdout, stderr);
   return status;
 }

@@ -15,8 +15,8 @@
  * vanishes below p = 0.01); both structures get the same m cells and k hashes
  * (an sBF cell is 2 bytes, a kBF cell 4: the memory column says what each
  * used), or with --equal-memory the sBF gets 2m cells and k = ln 2 * 2m /
- * capacity, the kBF's bytes. Ratios are per query: the monitor queries once per packet (`during`),
- * then every flow once at the end (`final`).
+ * capacity, the kBF's bytes. Ratios are per query: the monitor queries once per
+ * packet (`during`), then every flow once at the end (`final`).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,9 +25,9 @@
 
 #include "bloomkit/params.h"
 #include "cli/cli.h"
-#include "cli/kbf_apps.h"
 #include "cli/opts.h"
 #include "cli/plot.h"
+#include "cli/repro/repro.h"
 #include "kbfapps/acsm.h"
 #include "kbfapps/sbf.h"
 #include "kbfapps/tcptrace.h"
@@ -401,9 +401,6 @@ int bk_cli_kbf_acsm(int argc, char **argv) {
 #endif
   if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
   status = run(&o);
-  if (fflush(stdout) != 0 || ferror(stdout)) {
-    fprintf(stderr, PROG ": error writing standard output\n");
-    status = 1;
-  }
+  status = bk_cli_flush_output(PROG, status, stdout, stderr);
   return status;
 }
