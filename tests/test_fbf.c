@@ -201,7 +201,7 @@ static unsigned char *serialize_alloc(const bk_fbf *f, size_t *len) {
 
 /* ---- the models --------------------------------------------------------- */
 
-/* Eq. 4.1 as corrected in docs/design.md: (1 - (1 - 1/m)^{k l})^k. */
+/* Eq. 4.1 as corrected in docs/design/fbf.md 5.1: (1 - (1 - 1/m)^{k l})^k. */
 static double filter_p(uint64_t m, unsigned k, double l) {
   if (l <= 0.0) return 0.0;
   return pow(-expm1((double)k * l * log1p(-1.0 / (double)m)), (double)k);

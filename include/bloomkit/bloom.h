@@ -290,7 +290,7 @@ BK_API bk_status bk_bloom_parquet_export(const bk_bloom *b, void *buf,
  *
  * ABI: bk__bloom_head is the first member of every bk_bloom, and code
  * compiled with this header reads it; changing it needs a soname bump
- * (docs/design.md, section 7). */
+ * (docs/design/build.md, section 7). */
 typedef struct bk__bloom_head {
   uint64_t *words;      /* the bits */
   uint64_t n_blocks;    /* blocked (512-bit) and split-block (256-bit) */
