@@ -57,7 +57,7 @@
  *       the lookups and adds above on a standard bloom of the FBF's memory,
  *       (N + 2) m bits (64 MiB), filled with its own p-capacity at p = 0.01
  *       (same fill fraction). The bloom of the same m is in cache for larger
- *       N while the FBF's lanes are not (docs/design.md 6.1); against this
+ *       N while the FBF's lanes are not (docs/design/fbf.md 6.1); against this
  *       one, the ratio is the FBF's own cost. Targets: the same limits as
  *       the same-m rows.
  *   memset_filter, fbf/refresh

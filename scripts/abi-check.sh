@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# ABI check (docs/design.md, section 7): compares each built shared library
+# ABI check (docs/design/build.md, section 7): compares each built shared library
 # with its baseline abi/<soname>.xml (written by abidw at the last release)
 # using abidiff from abigail-tools, and fails on an incompatible change that
 # comes without a soname bump. Per library, by its SONAME:
@@ -125,7 +125,7 @@ for lib in $libs; do
     "$tmp/$soname.diff" || true)
   if [ $((rc & 8)) -ne 0 ] || [ -n "$broken" ]; then
     cat "$tmp/$soname.diff"
-    echo "abi: $soname: INCOMPATIBLE with ${baseline#"$root"/} and the soname was not bumped: bump BK_SOVERSION in CMakeLists.txt (docs/design.md, section 7) or restore the interface" >&2
+    echo "abi: $soname: INCOMPATIBLE with ${baseline#"$root"/} and the soname was not bumped: bump BK_SOVERSION in CMakeLists.txt (docs/design/build.md, section 7) or restore the interface" >&2
     status=1
   elif [ $((rc & 4)) -ne 0 ]; then
     added=$(grep 'summary:' "$tmp/$soname.diff" | grep -oE '[1-9][0-9]* Added [a-z]+' |

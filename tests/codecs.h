@@ -6,8 +6,8 @@
  * pointers, its envelope type tag and newest version, and an `exercise`
  * function that runs public calls on an object a loader accepted.
  *
- * A new serialized type plugs in with (see docs/design.md, "Adding a
- * component"):
+ * A new serialized type plugs in with (see docs/design/architecture.md, "Adding
+ * a component"):
  *   1. in tests/codecs.c: BK_TEST_CODEC_ADAPTERS(x) and one
  *      `const bk_test_codec bk_test_codec_x = {...}` with its exercise
  *      function; an extern line below;

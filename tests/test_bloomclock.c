@@ -637,8 +637,8 @@ static void test_pr_p(void **state) {
   /* The bins of a multinomial are negatively correlated (they sum to n),
    * which makes "every bin reaches its threshold" less likely than
    * independence says: the formula overestimates pr_p (measured 0.406
-   * against 0.391 here, docs/design.md 5.9 (b)), by less than 0.1 at this
-   * size. */
+   * against 0.391 here, docs/design/bloomclock.md 5.9 (b)), by less than 0.1
+   * at this size. */
   assert_true((double)multi_hits / N < pr + 5 * sd);
   assert_true((double)multi_hits / N > pr - 0.1);
   free(cdf);

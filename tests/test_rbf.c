@@ -58,8 +58,8 @@ static double est_of(const bk_rbf *r) {
   return p;
 }
 
-/* Eq. 4.1 as corrected in docs/design.md, written independently of params.c:
- * (1 - (1 - 1/m)^{k l})^k. */
+/* Eq. 4.1 as corrected in docs/design/fbf.md 5.1, written independently of
+ * params.c: (1 - (1 - 1/m)^{k l})^k. */
 static double eq41(uint64_t m, unsigned k, uint64_t l) {
   return pow(1.0 - pow(1.0 - 1.0 / (double)m, (double)k * (double)l),
              (double)k);

@@ -84,8 +84,8 @@ BK_API bk_status bk_bits_intersect(bk_bits *dst, const bk_bits *src);
 BK_API bk_status bk_bits_serialized_size(const bk_bits *bits, size_t *out);
 
 /**
- * Write the array in the common serialized form (see docs/design.md) into `buf`
- * of `cap` bytes; *written receives the byte count, equal to
+ * Write the array in the common serialized form (see docs/design/format.md)
+ * into `buf` of `cap` bytes; *written receives the byte count, equal to
  * bk_bits_serialized_size(). Errors: BK_EINVAL (NULL argument, cap too small;
  * nothing is written then).
  */

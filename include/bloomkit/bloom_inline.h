@@ -15,7 +15,7 @@
  *  - ABI. The inline code reads bk__bloom_head, the first member of every
  *    bk_bloom, from the caller's binary: its layout (and the meaning of
  *    hash_k and the inline kinds) is part of the library's ABI, and
- *    changing it needs a soname bump (docs/design.md, section 7). Code
+ *    changing it needs a soname bump (docs/design/build.md, section 7). Code
  *    built without this header depends on none of it.
  *  - Names. bk_bloom_contains and bk_bloom_add become function-like
  *    macros: they cannot be redeclared after this header, and an argument

@@ -17,8 +17,8 @@
  * Size: m counters of 8 (default), 16 or 32 bits, whatever the number of
  * processes; a vector clock needs one 32-bit entry per process.
  *
- * Saturation (docs/design.md 3.11a): each clock keeps a 64-bit base and
- * counters relative to it (value = base + counter). When a tick would push
+ * Saturation (docs/design/bloomclock.md 3.11a): each clock keeps a 64-bit base
+ * and counters relative to it (value = base + counter). When a tick would push
  * a counter to its maximum the clock first subtracts the common minimum of
  * its counters and adds it to the base; only when that frees no room does
  * the counter saturate, and a saturated counter stands for "infinity": it
@@ -28,7 +28,7 @@
  *
  * Thread safety: none inside one clock (a clock belongs to one process);
  * queries (compare, pr_p, serialize, get, info) on clocks nobody is
- * modifying may run concurrently. See docs/design.md 4.7.
+ * modifying may run concurrently. See docs/design/bloomclock.md 4.7.
  */
 #ifndef BLOOMKIT_BLOOMCLOCK_H
 #define BLOOMKIT_BLOOMCLOCK_H
@@ -155,7 +155,7 @@ BK_API bk_status bk_bloomclock_compare(const bk_bloomclock *y,
  * most min(B_y[i], 16 sd) + 64 terms, sd = sqrt(n (1/m)(1 - 1/m)) <= B_y[i]
  * where the upper tail is summed; past sd = 4096 a normal approximation with
  * continuity correction replaces the sums, so the cost is bounded whatever a
- * loaded clock holds (docs/design.md 3.11a). Errors: BK_EINVAL,
+ * loaded clock holds (docs/design/bloomclock.md 3.11a). Errors: BK_EINVAL,
  * BK_EMISMATCH.
  */
 BK_API bk_status bk_bloomclock_log_pr_p(const bk_bloomclock *y,
@@ -193,7 +193,8 @@ BK_API bk_status bk_bloomclock_serialized_size(const bk_bloomclock *c,
 BK_API bk_status bk_bloomclock_serialize(const bk_bloomclock *c, void *buf,
                                          size_t cap, size_t *written);
 /**
- * Load a clock (docs/design.md 3.11a). Every byte is treated as hostile.
+ * Load a clock (docs/design/bloomclock.md 3.11a). Every byte is treated as
+ * hostile.
  * Errors: BK_EINVAL, BK_ECORRUPT, BK_EVERSION, BK_ENOMEM; on error *out is
  * untouched and nothing leaks.
  */
@@ -210,8 +211,8 @@ BK_API bk_status bk_bloomclock_load(bk_bloomclock *dst, const void *buf,
 
 /**
  * (m, k) for p processes and a target false positive rate, 8-bit counters.
- * Model (docs/design.md 3.11a, docs/results.md "Bloom clocks"): a false
- * positive needs every counter that y's latest event incremented to be
+ * Model (docs/design/bloomclock.md 3.11a, docs/results.md "Bloom clocks"): a
+ * false positive needs every counter that y's latest event incremented to be
  * matched in z by events z has seen and y has not; with W = p * events such
  * events (each of the p processes runs `events` events before it hears of
  * y; 0 means 1) that is a Bloom filter of W elements, so (m, k) is the
@@ -270,8 +271,8 @@ BK_API uint64_t bk_vclock_sum(const bk_vclock *v);
 BK_API bk_status bk_vclock_serialized_size(const bk_vclock *v, size_t *out);
 BK_API bk_status bk_vclock_serialize(const bk_vclock *v, void *buf, size_t cap,
                                      size_t *written);
-/** Load (docs/design.md 3.11b); hostile bytes rejected. Errors: BK_EINVAL,
- * BK_ECORRUPT, BK_EVERSION, BK_ENOMEM; *out untouched on error. */
+/** Load (docs/design/bloomclock.md 3.11b); hostile bytes rejected. Errors:
+ * BK_EINVAL, BK_ECORRUPT, BK_EVERSION, BK_ENOMEM; *out untouched on error. */
 BK_API bk_status bk_vclock_deserialize(const void *buf, size_t len,
                                        const bk_allocator *allocator,
                                        bk_vclock **out);

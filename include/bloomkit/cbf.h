@@ -153,8 +153,8 @@ BK_API bk_status bk_cbf_serialized_size(const bk_cbf *f, size_t *out);
 BK_API bk_status bk_cbf_serialize(const bk_cbf *f, void *buf, size_t cap,
                                   size_t *written);
 /**
- * Load a serialized filter (docs/design.md, "cbf"). Every byte is treated as
- * hostile. Errors: BK_EINVAL, BK_ECORRUPT, BK_EVERSION, BK_ENOMEM; on error
+ * Load a serialized filter (docs/design/cbf.md 3.10). Every byte is treated
+ * as hostile. Errors: BK_EINVAL, BK_ECORRUPT, BK_EVERSION, BK_ENOMEM; on error
  * *out is untouched and nothing leaks.
  */
 BK_API bk_status bk_cbf_deserialize(const void *buf, size_t len,
@@ -165,7 +165,7 @@ BK_API bk_status bk_cbf_deserialize(const void *buf, size_t len,
 
 /*
  * bk_scbf: a list of counting filters (bk_cbf) that grows, after bitly's
- * dablooms (see docs/design.md, "scbf"). Filter i has capacity
+ * dablooms (see docs/design/cbf.md 3.11). Filter i has capacity
  * capacity * growth^i and error fpp * (1 - r) * r^i (r = tightening), so the
  * compound error (the sum over filters) stays below fpp however many are
  * opened. Every add and remove carries a caller id, e.g. a timestamp or a
@@ -298,7 +298,7 @@ BK_API bk_status bk_scbf_create(bk_scbf **out, const bk_scbf_config *cfg);
  * are not read. Errors: BK_EINVAL (NULL path or out, bad cfg),
  * BK_ENOTFOUND (cfg NULL and no such file), BK_ECORRUPT (not a bk_scbf
  * file, truncated, a damaged header or filter header, or a state no
- * sequence of operations reaches: docs/design.md "scbf"), BK_EVERSION
+ * sequence of operations reaches: docs/design/cbf.md 3.11), BK_EVERSION
  * (newer format), BK_EMISMATCH, BK_EIO (open, ftruncate, mmap failed),
  * BK_ENOMEM. On error *out is untouched, a file this call created is
  * removed and a file that was empty is left empty.
@@ -369,9 +369,9 @@ BK_API bk_status bk_scbf_serialized_size(const bk_scbf *s, size_t *out);
 BK_API bk_status bk_scbf_serialize(const bk_scbf *s, void *buf, size_t cap,
                                    size_t *written);
 /**
- * Load a serialized filter into memory. Every byte is hostile (design.md,
- * "scbf"). Errors: BK_EINVAL, BK_ECORRUPT, BK_EVERSION, BK_ENOMEM; on
- * error *out is untouched and nothing leaks.
+ * Load a serialized filter into memory. Every byte is hostile
+ * (docs/design/cbf.md 3.11). Errors: BK_EINVAL, BK_ECORRUPT, BK_EVERSION,
+ * BK_ENOMEM; on error *out is untouched and nothing leaks.
  */
 BK_API bk_status bk_scbf_deserialize(const void *buf, size_t len,
                                      const bk_allocator *allocator,

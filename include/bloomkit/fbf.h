@@ -12,7 +12,8 @@
  * Layout: the constituent filters are stored transposed, in lanes: bit j of
  * every filter sits in one W-bit lane, so a membership check is k lane loads
  * whatever N is, and the optimized check of Algorithm 2 (future alone, each
- * consecutive pair, oldest past alone; as corrected in docs/design.md) is a few
+ * consecutive pair, oldest past alone; as corrected in docs/design/fbf.md
+ * 5.2) is a few
  * bit operations on the AND of the k lanes. Memory is about W m / 8 bytes
  * (stride m / 8 exactly: the stride is W, or 64 when W > 57) plus one chunk
  * epoch word per 512 lanes and 4 KiB of key locks, W = the most filters the
@@ -169,7 +170,8 @@ BK_API bk_status bk_fbf_advance(bk_fbf *f, uint64_t now);
 
 /*
  * Resizing notes. A grow raises the goal for N + 2 (filters are then kept
- * longer, docs/design.md erratum) and shortens t; a shrink lowers the goal and
+ * longer, docs/design/fbf.md erratum 5.4) and shortens t; a shrink lowers
+ * the goal and
  * lengthens t, within the floors and ceilings. Refreshes move the actual
  * count toward the goal, dropping a filter only when it holds nothing
  * younger than min_window. In addition, while an adaptive FBF's estimate is
@@ -200,7 +202,8 @@ BK_API bk_status bk_fbf_resize(bk_fbf *f, unsigned n_filters,
  * insertion counts; this is what Algorithm 3 steers by. For the optimized
  * check it is Eq. 4.3's structure (future alone, consecutive pairs, oldest
  * alone) with p_i = (1 - (1 - 1/m)^{k l_i})^k (Eq. 4.1 corrected, see
- * docs/design.md), except that a pair's term accounts for the inserts the two
+ * docs/design/fbf.md 5.1), except that a pair's term accounts for the
+ * inserts the two
  * filters share (every insert goes into two neighbours): with counts a, b
  * and s shared, (1 - u^a - u^b + u^{a+b-s})^k, u = (1 - 1/m)^k, and that
  * the last pair (which contains the oldest filter) is left out, its event
@@ -226,7 +229,7 @@ BK_API bk_status bk_fbf_estimated_fpp(const bk_fbf *f, bk_fbf_check check,
  *   1 - (1 - f(c)) (1 - pair)^(N - 1) (1 - f(2c))
  * (the future alone, the pairs from the present to the one before the
  * oldest, the oldest alone; the structure of bk_fbf_estimated_fpp,
- * docs/design.md 5.5). It treats the pairs as independent; overlapping
+ * docs/design/fbf.md 5.5). It treats the pairs as independent; overlapping
  * pairs are positively correlated, so measured rates run 3-6 % below it
  * (tests/test_fbf.c). bk_fbf_filter_fpp_for returns the largest filter_fpp
  * (within 0.1 %) whose steady rate is at most `fpp`: configure that as

@@ -22,7 +22,7 @@
  * the rules of Sec. 3.2 hold by construction, with P = 2t bits for up to
  * 2^t - 1 values (the bound of Sec. 3.2 to within one bit). The paper's
  * greedy search (Algorithm 1) is bk_kbf_encodings_greedy, for comparison:
- * it needs far more bits than the paper reports (docs/design.md, 5.13).
+ * it needs far more bits than the paper reports (docs/design/kbf.md, 5.13).
  *
  * Thread safety: queries (query, contains, value, info, serialize) may run
  * concurrently with each other; every mutation (insert, update, delete,
@@ -379,7 +379,7 @@ BK_API double bk_kbf_pn(double rho);
  * P_n^k + k P_n^(k-1) P(c = 2), which uses a random cell's load; false
  * gives the load of a stored key's own cell (1 + Poisson(rho ln 2)):
  * q3^k + k q2 q3^(k-1), q2 = L e^-L, q3 = 1 - (1 + L) e^-L, L = rho ln 2
- * (docs/design.md, 5.13). Distinct co-resident values are assumed.
+ * (docs/design/kbf.md, 5.13). Distinct co-resident values are assumed.
  */
 BK_API double bk_kbf_decode_failure(double rho, unsigned k, bool paper);
 

@@ -77,7 +77,7 @@ BK_API bk_status bk_params_m_for_k(uint64_t n, double p, unsigned k,
  * False positive probability of a standard filter of m bits and k hashes
  * holding n distinct elements: (1 - (1 - 1/m)^{k n})^k, computed without
  * cancellation (log1p/expm1). This is the corrected form of fbf-thesis
- * Eq. 4.1 (see docs/design.md errata). Errors: BK_EINVAL (NULL out, m == 0,
+ * Eq. 4.1 (see docs/design/fbf.md 5.1). Errors: BK_EINVAL (NULL out, m == 0,
  * k == 0 or k > BK_K_MAX).
  */
 BK_API bk_status bk_params_fpp(uint64_t m_bits, unsigned k, uint64_t n,

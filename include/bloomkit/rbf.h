@@ -2,8 +2,8 @@
 /*
  * bk_rbf: the Recyclable Bloom Filter, the FBF thesis' baseline (Sec. 6.4.4):
  * one Bloom filter that is cleared whole when its estimated false positive
- * probability, Eq. 4.1 (corrected, see docs/design.md) from the number of
- * elements inserted, reaches the target. Same add/contains interface as
+ * probability, Eq. 4.1 (corrected, see docs/design/fbf.md 5.1) from the number
+ * of elements inserted, reaches the target. Same add/contains interface as
  * bk_fbf, so the two compare side by side at equal memory.
  *
  * Thread safety: add, add_if_absent and contains may run concurrently.

@@ -13,7 +13,8 @@
  * Every operation returns a clock whose values dominate its inputs' values
  * (tick adds, merge takes the maximum, renormalisation keeps values and
  * saturation rounds up to infinity), so "y happened before z" still implies
- * value_z >= value_y everywhere: no false negative (docs/design.md 3.11a).
+ * value_z >= value_y everywhere: no false negative
+ * (docs/design/bloomclock.md 3.11a).
  *
  * Merge and compare work on the counters directly, shifting the clock with
  * the smaller base by the difference of the bases (clamped to MAX) with

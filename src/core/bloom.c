@@ -216,7 +216,7 @@ static bk_status resolve_size(const bk_bloom_config *cfg, uint64_t *m_out,
     if (unit > 1) {
       /* A block layout has a higher rate than the standard one at the same
        * m: from the standard m upwards to the first whole number of blocks
-       * whose own rate meets fpp (design.md 5.7). */
+       * whose own rate meets fpp (docs/design/bloom.md 5.7). */
       layout_rate r = {cfg->layout, k, cfg->capacity};
       BK_TRY(bk__m_search(m, unit, BK_BITS_MAX, fpp, layout_rate_of, &r, &m));
     }

@@ -69,7 +69,8 @@ static double bit_set_probability(double m, unsigned k, double n) {
 
 bk_status bk_params_fpp(uint64_t m_bits, unsigned k, uint64_t n, double *out) {
   BK_RETURN_IF(!out || m_bits == 0 || k == 0 || k > BK_K_MAX, BK_EINVAL);
-  /* fbf-thesis Eq. 4.1 as corrected in docs/design.md: (1 - (1 - 1/m)^{k l})^k.
+  /* fbf-thesis Eq. 4.1 as corrected in docs/design/fbf.md 5.1:
+   * (1 - (1 - 1/m)^{k l})^k.
    */
   *out = pow(bit_set_probability((double)m_bits, k, (double)n), (double)k);
   return BK_OK;

@@ -18,7 +18,7 @@
  *
  * A check loads the k lanes of the key (one aligned word each, two for a
  * lane that runs into the next word), ANDs them and applies the pair rule
- * of the optimized check (Algorithm 2 as corrected in docs/design.md):
+ * of the optimized check (Algorithm 2 as corrected in docs/design/fbf.md 5.2):
  *   hit = L.future | (L.p & L.p+1 for p = present .. past_{N-1}) | L.oldest
  * on the physical bits, with masks computed once per state (rule_of), so
  * it costs at most k lane loads whatever N is.
@@ -93,7 +93,7 @@ static inline uint64_t load_lane(const bk_fbf *f, uint64_t bit) {
 }
 
 /* The pair rule (Algorithm 2, with the oldest past checked alone as
- * docs/design.md's erratum says) on physical lane bits, for one state.
+ * docs/design/fbf.md's erratum 5.2 says) on physical lane bits, for one state.
  * Logically, with L the lane bits in logical order (p = 0 future, 1
  * present, 2.. past) of the `count` filters in use:
  *   hit = L.0 | L.count-1 | (L.p & L.p+1 for p = 1 .. count-2)

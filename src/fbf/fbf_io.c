@@ -197,7 +197,7 @@ bk_status bk_fbf_deserialize(const void *buf, size_t len,
   double target_fpp = (double)units / FPP_SCALE;
   BK_RETURN_IF(fpp_units(target_fpp) != units, BK_ECORRUPT);
   BK_RETURN_IF(gen > BK__FBF_GEN_SAVED_MAX, BK_ECORRUPT);
-  /* Only what create plus operations can reach (docs/design.md, "FBF
+  /* Only what create plus operations can reach (docs/design/fbf.md, "FBF
    * state invariants"). The goal keeps min_window, as create, resize and
    * Algorithm 3 all ensure: (target - 1) t >= min_window. */
   BK_RETURN_IF(min_window == 0 || bk__fbf_window_short(target, t, min_window),

@@ -5,7 +5,7 @@
  * table into a fresh s-kBF (a value gets a new encoding only when the
  * s-kBF did not already give its bytes) and requires the stored s-kBF to be
  * exactly that, then checks every main cell against what INSERT, UPDATE,
- * DELETE, JOIN and COMPRESS can leave in a cell (docs/design.md, 3.11d).
+ * DELETE, JOIN and COMPRESS can leave in a cell (docs/design/kbf.md, 3.11d).
  *
  *   24 u64 m_created      32 u64 capacity      40 u64 seed
  *   48 u64 fpp (1e-18)    56 u64 n_keys        64 u64 m of the s-kBF
@@ -117,7 +117,7 @@ static void span_add(span *s, uint64_t v) {
   s->row[s->n++] = v;
 }
 
-/* The main cells: what operations can leave (design.md 3.11d). */
+/* The main cells: what operations can leave (docs/design/kbf.md 3.11d). */
 static bool main_cells_ok(const bk_kbf *f, const unsigned char *q,
                           uint64_t n_keys) {
   span s = {{0}, 0};

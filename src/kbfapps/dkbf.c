@@ -93,7 +93,7 @@ bk_status bk__dkbf_balance(const bk__dkbf_table *t, unsigned c_max,
   /* Algorithm 8, lines 6-19. The paper's counter starts at 1 and the loop
    * stops when counter >= C_max before exchanging, so it makes at most
    * C_max - 1 exchanges; and it goes on when rho_new == rho. Here: at most
-   * c_max exchanges, each lowering rho strictly (design.md 5.11). */
+   * c_max exchanges, each lowering rho strictly (docs/design/kbf.md 5.11). */
   while (done < c_max) {
     uint32_t hi, lo;
     extreme_servers(tot, t->n_servers, &hi, &lo);

@@ -83,7 +83,7 @@ double bk__dkbf_rho_of(const uint64_t *per_server, uint32_t n);
  * repeatedly take the most loaded slab on the most loaded server and the
  * least loaded slab on the least loaded server, predict rho after
  * exchanging them, and exchange them if that lowers rho, at most c_max
- * times (docs/design.md 5.11: the paper's loop runs C_max - 1 times and
+ * times (docs/design/kbf.md 5.11: the paper's loop runs C_max - 1 times and
  * also accepts an exchange that leaves rho unchanged; here a step must
  * lower rho strictly, and up to c_max steps are taken). A least loaded
  * server that holds no slab receives the heavy slab alone. Ties go to the

@@ -27,7 +27,7 @@
 
 /* The RDB encoding version of every data type (RedisModule_CreateDataType
  * encver). Version 1: u64 module clock (IDEM, FBF; a CBF has none), then
- * the library's serialized form as one string (docs/design.md 3.11c). */
+ * the library's serialized form as one string (docs/design/redis.md 3.11c). */
 #define BK_RM_ENCVER 1
 
 /* Module-level defaults (loadmodule ... name value ...). */

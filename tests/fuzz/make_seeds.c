@@ -10,8 +10,8 @@
  * ctest runs --check against the committed corpus, so the corpus doubles as
  * golden blobs of every type: a change of any serialized form (or of the
  * hashing that places bits) fails it until the format's version history in
- * docs/design.md and the corpus (scripts/fuzz.sh --regen-seeds) are updated
- * together. Everything here is deterministic: fixed seeds, fixed clocks.
+ * docs/design/format.md and the corpus (scripts/fuzz.sh --regen-seeds) are
+ * updated together. Everything here is deterministic: fixed seeds, fixed clocks.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -467,8 +467,8 @@ int main(int argc, char **argv) {
   if (g_failed) {
     fprintf(stderr,
             "bk_fuzz_seeds: %d of %d seeds differ. If the format changed on "
-            "purpose, bump its version (docs/design.md, version history) "
-            "and run scripts/fuzz.sh --regen-seeds.\n",
+            "purpose, bump its version (docs/design/format.md, version "
+            "history) and run scripts/fuzz.sh --regen-seeds.\n",
             g_failed, g_count);
     return 1;
   }

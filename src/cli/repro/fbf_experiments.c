@@ -22,7 +22,8 @@
  *             before the refresh at 10 s. The filters then hold: future
  *             5-10 s, present 0-10 s, past 0-5 s. `--probes` absent probes
  *             (default 200000) are checked with both the optimized check
- *             (Algorithm 2, corrected per docs/design.md) and the simple one.
+ *             (Algorithm 2, corrected per docs/design/fbf.md 5.2) and
+ *             the simple one.
  *   6.3       the same with n = 300 and m = 5000..30000 step 2500.
  *   6.4       N = 1, m = 25000, k = 5, t = 5, 3, 2, 1 s, fed the same 5000
  *             elements at an exponentially increasing rate of

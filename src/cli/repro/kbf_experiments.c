@@ -14,7 +14,7 @@
  *   fig4   the share of cells holding >= 3 encodings at the p-capacity,
  *          against n, beside P_n(rho)
  *   fig5   decode failure against rho: simulation, the paper's formula
- *          and the own-cell formula (docs/design.md 5.13)
+ *          and the own-cell formula (docs/design/kbf.md 5.13)
  *   fig7/8 false negatives / false positives as m shrinks to 0.5 m
  *   fig9/10  false positives of deleted keys after each tenth deleted
  *   fig11/12 false negatives after each tenth updated
