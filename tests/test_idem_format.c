@@ -537,11 +537,7 @@ static void test_deserialize_crafted(void **state) {
   }
 
   /* The originals are unchanged. */
-  size_t l2;
-  unsigned char *again = idem_blob_of(t, &l2);
-  assert_int_equal(l2, len);
-  assert_memory_equal(again, blob, len);
-  free(again);
+  bk_test_assert_serializes_to(&bk_test_codec_idem, t, blob, len);
   free(two);
   free(blob);
   free(rblob);

@@ -32,11 +32,7 @@ static unsigned char *blob_of(const bk_kbf *f, size_t *len) {
 
 static void assert_same_state(const bk_kbf *f, const unsigned char *blob,
                               size_t len) {
-  size_t now_len;
-  unsigned char *now = blob_of(f, &now_len);
-  assert_int_equal(now_len, len);
-  assert_memory_equal(now, blob, len);
-  free(now);
+  bk_test_assert_serializes_to(&bk_test_codec_kbf, f, blob, len);
 }
 
 /* ---- the encoding rules, checked here without the library's checker ---- */

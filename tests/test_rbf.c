@@ -595,11 +595,7 @@ static void test_serialize_round_trip(void **state) {
         assert_true(rbf_has(r, rbf_hash_id(r, ABSENT_TAG | p)) ==
                     rbf_has(q, rbf_hash_id(q, ABSENT_TAG | p)));
       /* The restored filter serializes to the same bytes. */
-      size_t len2;
-      unsigned char *blob2 = rbf_blob_of(q, &len2);
-      assert_int_equal(len2, len);
-      assert_memory_equal(blob2, blob, len);
-      free(blob2);
+      bk_test_assert_serializes_to(&bk_test_codec_rbf, q, blob, len);
       /* Driven on identically (past the next recycle), they stay equal. */
       uint64_t id2 = id + 1000000;
       const uint64_t rec = rbf_info_of(r).recycles;
@@ -610,12 +606,7 @@ static void test_serialize_round_trip(void **state) {
         assert_true(i < 10 * th + 100);
       }
       expect_same_info(r, q);
-      unsigned char *b1 = rbf_blob_of(r, &len);
-      unsigned char *b2 = rbf_blob_of(q, &len2);
-      assert_int_equal(len, len2);
-      assert_memory_equal(b1, b2, len);
-      free(b1);
-      free(b2);
+      bk_test_assert_same_state(&bk_test_codec_rbf, r, q);
       bk_rbf_destroy(q);
       assert_int_equal(st.live, 0);
       free(blob);
@@ -840,11 +831,7 @@ static void test_deserialize_crafted(void **state) {
   free(p);
 #undef CRAFT
   /* The original is unchanged. */
-  size_t len2;
-  unsigned char *again = rbf_blob_of(r, &len2);
-  assert_int_equal(len2, len);
-  assert_memory_equal(again, blob, len);
-  free(again);
+  bk_test_assert_serializes_to(&bk_test_codec_rbf, r, blob, len);
   free(blob);
   bk_rbf_destroy(r);
 }

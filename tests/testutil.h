@@ -61,6 +61,11 @@ void bk_test_sleep_ms(unsigned ms);
 unsigned char *bk_test_serialize(const bk_test_codec *c, const void *obj,
                                  size_t *len);
 
+/* obj serializes to exactly want[0, len) (a golden blob, or the bytes it
+ * was loaded from). */
+void bk_test_assert_serializes_to(const bk_test_codec *c, const void *obj,
+                                  const unsigned char *want, size_t len);
+
 /* a and b serialize to the same bytes (the same state). */
 void bk_test_assert_same_state(const bk_test_codec *c, const void *a,
                                const void *b);
