@@ -99,17 +99,10 @@ static FILE *open_csv(const options *o, const char *name, char **path) {
   return bk_plot_open_csv(PROG, o->plot_dir, name, path, stderr);
 }
 
+/* Close DIR/NAME.csv and draw fig from it (path freed). */
 static int close_and_draw(FILE *f, char *path, const options *o,
                           bk_plot_figure *fig) {
-  int status = 0;
-  if (fclose(f) != 0) {
-    fprintf(stderr, PROG ": cannot write %s\n", path);
-    status = 1;
-  }
-  fig->csv = path;
-  if (!status) status = bk_plot_draw(o->plot_dir, fig, stderr);
-  free(path);
-  return status;
+  return bk_plot_close_and_draw(PROG, o->plot_dir, f, path, fig, 1, stderr);
 }
 
 static int plot_detail(const options *o, uint64_t show, const uint64_t *before,
