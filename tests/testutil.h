@@ -180,6 +180,33 @@ void bk_test_codec_expect_edit(const bk_test_codec *c,
     return added;                                                            \
   }
 
+/* For the set types: T_assert_set_arguments(obj) checks the argument rules
+ * their key calls share: hash, add, add_hash, add_if_absent(_hash) and
+ * contains(_hash) refuse a NULL object, key or out-parameter with
+ * BK_EINVAL (obj is a live set; the calls add nothing). */
+#define BK_TEST_DEFINE_SET_ARGUMENTS(T, linkage)                             \
+  linkage void T##_assert_set_arguments(bk_##T *obj) {                       \
+    bk_hash h;                                                               \
+    bool out = true;                                                         \
+    assert_bk_ok(bk_##T##_hash(obj, "a", 1, &h));                            \
+    assert_bk_status(bk_##T##_hash(NULL, "a", 1, &h), BK_EINVAL);            \
+    assert_bk_status(bk_##T##_hash(obj, NULL, 1, &h), BK_EINVAL);            \
+    assert_bk_status(bk_##T##_hash(obj, "a", 1, NULL), BK_EINVAL);           \
+    assert_bk_status(bk_##T##_add(NULL, "a", 1), BK_EINVAL);                 \
+    assert_bk_status(bk_##T##_add(obj, NULL, 1), BK_EINVAL);                 \
+    assert_bk_status(bk_##T##_add_hash(NULL, h), BK_EINVAL);                 \
+    assert_bk_status(bk_##T##_add_if_absent(NULL, "a", 1, &out), BK_EINVAL); \
+    assert_bk_status(bk_##T##_add_if_absent(obj, NULL, 1, &out), BK_EINVAL); \
+    assert_bk_status(bk_##T##_add_if_absent(obj, "a", 1, NULL), BK_EINVAL);  \
+    assert_bk_status(bk_##T##_add_if_absent_hash(NULL, h, &out), BK_EINVAL); \
+    assert_bk_status(bk_##T##_add_if_absent_hash(obj, h, NULL), BK_EINVAL);  \
+    assert_bk_status(bk_##T##_contains(NULL, "a", 1, &out), BK_EINVAL);      \
+    assert_bk_status(bk_##T##_contains(obj, NULL, 1, &out), BK_EINVAL);      \
+    assert_bk_status(bk_##T##_contains(obj, "a", 1, NULL), BK_EINVAL);       \
+    assert_bk_status(bk_##T##_contains_hash(NULL, h, &out), BK_EINVAL);      \
+    assert_bk_status(bk_##T##_contains_hash(obj, h, NULL), BK_EINVAL);       \
+  }
+
 /* OOM injection (libuv's test-loop-oom): calls make(make_ctx, al, &obj)
  * with an allocator failing its Nth allocation (and every later one when
  * `sticky`), N = 1, 2, ..., until it returns BK_OK. Any other status must
