@@ -368,13 +368,8 @@ int bk_cli_kbf_acsm(int argc, char **argv) {
                     "kbf_fig25.png",
                     .default_text = "no pictures"),
   };
-  const bk_cli_command cmd = {
-      .prog = PROG,
-      .description = ACSM_DESCRIPTION,
-      .opts = opts,
-      .n_opts = sizeof opts / sizeof opts[0],
-  };
-  int status = bk_cli_parse(&cmd, argc, argv, stdout, stderr);
+  int status = bk_cli_parse_options(PROG, ACSM_DESCRIPTION, opts,
+                                    sizeof opts / sizeof opts[0], argc, argv);
   if (status != BK_CLI_CONTINUE) return status;
 #ifndef BK_HAVE_KBF
   for (size_t i = 0; i < o.n_structures; i++)
@@ -384,7 +379,5 @@ int bk_cli_kbf_acsm(int argc, char **argv) {
                                 "without the kBF component");
 #endif
   if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
-  status = run(&o);
-  status = bk_cli_flush_output(PROG, status, stdout, stderr);
-  return status;
+  return bk_cli_flush_output(PROG, run(&o), stdout, stderr);
 }

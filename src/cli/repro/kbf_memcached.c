@@ -977,13 +977,8 @@ int bk_cli_kbf_memcached(int argc, char **argv) {
                     "also write DIR/kbf_fig15 and kbf_fig16 (.csv, .png)",
                     .default_text = "no pictures"),
   };
-  const bk_cli_command cmd = {
-      .prog = PROG,
-      .description = MEMCACHED_DESCRIPTION,
-      .opts = opts,
-      .n_opts = sizeof opts / sizeof opts[0],
-  };
-  int status = bk_cli_parse(&cmd, argc, argv, stdout, stderr);
+  int status = bk_cli_parse_options(PROG, MEMCACHED_DESCRIPTION, opts,
+                                    sizeof opts / sizeof opts[0], argc, argv);
   if (status != BK_CLI_CONTINUE) return status;
   for (size_t i = 0; i < o.n_pairs; i++)
     if (o.pairs[i] != floor(o.pairs[i]))
@@ -994,7 +989,5 @@ int bk_cli_kbf_memcached(int argc, char **argv) {
       return bk_cli_usage_error(
           stderr, PROG, "--limits: '%g' is not a whole number", o.limits[i]);
   if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
-  status = run(&o);
-  status = bk_cli_flush_output(PROG, status, stdout, stderr);
-  return status;
+  return bk_cli_flush_output(PROG, run(&o), stdout, stderr);
 }

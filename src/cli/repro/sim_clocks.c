@@ -726,13 +726,8 @@ static int sim_clocks(int argc, char **argv) {
                          "one run per process count (m, k from the params "
                          "for each unless given)"),
   };
-  const bk_cli_command cmd = {
-      .prog = PROG,
-      .description = SIM_DESCRIPTION,
-      .opts = opts,
-      .n_opts = sizeof opts / sizeof opts[0],
-  };
-  int status = bk_cli_parse(&cmd, argc, argv, stdout, stderr);
+  int status = bk_cli_parse_options(PROG, SIM_DESCRIPTION, opts,
+                                    sizeof opts / sizeof opts[0], argc, argv);
   if (status != BK_CLI_CONTINUE) return status;
   if (o.table) {
     print_table();

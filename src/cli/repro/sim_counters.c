@@ -1216,8 +1216,7 @@ static int sim_counters(int argc, char **argv) {
       (status = check_tables(&o, &fs)))
     return status;
   status = o.sweep ? sweep_and_plot(&o, &fs) : run_once(&o, &fs);
-  status = bk_cli_flush_output(PROG, status, stdout, stderr);
-  return status;
+  return bk_cli_flush_output(PROG, status, stdout, stderr);
 }
 
 /* ---- `bloomkit sim` ------------------------------------------------------ */
