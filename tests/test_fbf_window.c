@@ -589,13 +589,7 @@ static void test_window(void **state) {
 /* ---- bad arguments --------------------------------------------------------
  */
 
-static void expect_create_einval(const bk_fbf_config *cfg, const char *what) {
-  bk_fbf *f = SENTINEL;
-  bk_status s = bk_fbf_create(&f, cfg);
-  if (s != BK_EINVAL)
-    fail_msg("create with %s: %s, expected BK_EINVAL", what, bk_status_name(s));
-  assert_ptr_equal(f, SENTINEL);
-}
+BK_TEST_DEFINE_CREATE_REFUSALS(fbf, static)
 
 BK_TEST_DEFINE_SET_ARGUMENTS(fbf, static)
 
@@ -604,15 +598,12 @@ static void test_bad_arguments(void **state) {
   const bk_fbf_config ok = {
       .m_bits = 1000, .k = 3, .n_past = 2, .refresh_period = 100};
   bk_fbf_config c;
-  bk_fbf *f = SENTINEL;
-  assert_bk_status(bk_fbf_create(NULL, &ok), BK_EINVAL);
-  assert_bk_status(bk_fbf_create(&f, NULL), BK_EINVAL);
-  assert_ptr_equal(f, SENTINEL);
-#define BAD(desc, edit)             \
-  do {                              \
-    c = ok;                         \
-    edit;                           \
-    expect_create_einval(&c, desc); \
+  fbf_expect_create_null(&ok);
+#define BAD(desc, edit)                 \
+  do {                                  \
+    c = ok;                             \
+    edit;                               \
+    fbf_expect_create_einval(&c, desc); \
   } while (0)
   BAD("N = 0", c.n_past = 0);
   BAD("N = 63 (65 filters)", c.n_past = 63);
@@ -658,7 +649,7 @@ static void test_bad_arguments(void **state) {
   c.max_filters = 4;
   c.fpp = 0.999;
   c.target_fpp = 1e-300;
-  f = fbf_make(&c);
+  bk_fbf *f = fbf_make(&c);
   bk_fbf_destroy(f);
   bk_fbf_destroy(NULL);
 

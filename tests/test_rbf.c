@@ -39,9 +39,6 @@ static uint64_t test_seed(uint64_t salt) {
   return bk_test_seed(SEED_FALLBACK) ^ salt;
 }
 
-static char sentinel_storage;
-#define SENTINEL ((bk_rbf *)(void *)&sentinel_storage)
-
 /* Ids of keys never inserted (inserted ids stay below 2^62). */
 #define ABSENT_TAG ((uint64_t)1 << 63)
 
@@ -407,28 +404,19 @@ static void test_concurrent_recycles(void **state) {
 
 /* ---- bad arguments and allocation failures ------------------------------ */
 
-static void expect_create_einval(const bk_rbf_config *cfg, const char *what) {
-  bk_rbf *r = SENTINEL;
-  bk_status s = bk_rbf_create(&r, cfg);
-  if (s != BK_EINVAL)
-    fail_msg("create with %s: %s, expected BK_EINVAL", what, bk_status_name(s));
-  assert_ptr_equal(r, SENTINEL);
-}
+BK_TEST_DEFINE_CREATE_REFUSALS(rbf, static)
 
 static void test_bad_arguments(void **state) {
   (void)state;
   const bk_rbf_config ok = {.m_bits = 1000, .k = 3};
   bk_rbf_config c;
-  bk_rbf *r = SENTINEL;
-  assert_bk_status(bk_rbf_create(NULL, &ok), BK_EINVAL);
-  assert_bk_status(bk_rbf_create(&r, NULL), BK_EINVAL);
-  assert_ptr_equal(r, SENTINEL);
+  rbf_expect_create_null(&ok);
   bk_allocator half = {.alloc = NULL, .free = NULL};
-#define BAD(desc, edit)             \
-  do {                              \
-    c = ok;                         \
-    edit;                           \
-    expect_create_einval(&c, desc); \
+#define BAD(desc, edit)                 \
+  do {                                  \
+    c = ok;                             \
+    edit;                               \
+    rbf_expect_create_einval(&c, desc); \
   } while (0)
   BAD("k = 0 with m_bits", c.k = 0);
   BAD("k = 65", c.k = 65);
@@ -450,7 +438,7 @@ static void test_bad_arguments(void **state) {
 #undef BAD
   bk_rbf_destroy(NULL);
 
-  r = rbf_make(&ok);
+  bk_rbf *r = rbf_make(&ok);
   double p = -1;
   bk_rbf_info in;
   rbf_assert_set_arguments(r);

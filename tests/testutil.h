@@ -180,6 +180,33 @@ void bk_test_codec_expect_edit(const bk_test_codec *c,
     return added;                                                            \
   }
 
+/* T_expect_create_einval(cfg, what): bk_<T>_create refuses cfg with
+ * BK_EINVAL and leaves its out-parameter alone (`what` names the case).
+ * T_expect_create_null(ok): the same for a NULL out-parameter (with the
+ * valid config ok) and for a NULL config. */
+#define BK_TEST_DEFINE_CREATE_REFUSALS(T, linkage)                  \
+  linkage void T##_expect_create_einval(const bk_##T##_config *cfg, \
+                                        const char *what) {         \
+    static unsigned char create_sentinel;                           \
+    bk_##T *const sentinel = (bk_##T *)(void *)&create_sentinel;    \
+    bk_##T *obj = sentinel;                                         \
+    bk_status s = bk_##T##_create(&obj, cfg);                       \
+    if (s != BK_EINVAL) {                                           \
+      if (s == BK_OK) bk_##T##_destroy(obj);                        \
+      fail_msg("create with %s: %s, expected BK_EINVAL", what,      \
+               bk_status_name(s));                                  \
+    }                                                               \
+    assert_ptr_equal(obj, sentinel);                                \
+  }                                                                 \
+  linkage void T##_expect_create_null(const bk_##T##_config *ok) {  \
+    static unsigned char create_sentinel;                           \
+    bk_##T *const sentinel = (bk_##T *)(void *)&create_sentinel;    \
+    bk_##T *obj = sentinel;                                         \
+    assert_bk_status(bk_##T##_create(NULL, ok), BK_EINVAL);         \
+    assert_bk_status(bk_##T##_create(&obj, NULL), BK_EINVAL);       \
+    assert_ptr_equal(obj, sentinel);                                \
+  }
+
 /* For the set types: T_assert_set_arguments(obj) checks the argument rules
  * their key calls share: hash, add, add_hash, add_if_absent(_hash) and
  * contains(_hash) refuse a NULL object, key or out-parameter with
