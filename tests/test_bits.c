@@ -343,11 +343,7 @@ static void test_serialize_round_trip(void **state) {
       ones += model[i];
     }
     assert_int_equal(popcount(back), ones);
-    size_t len2;
-    unsigned char *buf2 = serialize(back, &len2);
-    assert_int_equal(len2, len);
-    assert_memory_equal(buf2, buf, len);
-    free(buf2);
+    bk_test_assert_serializes_to(&bk_test_codec_bits, back, buf, len);
     bk_bits_destroy(back);
     free(buf);
     free(model);
@@ -409,11 +405,7 @@ static void test_golden_v1(void **state) {
   assert_bk_ok(bk_bits_set(b, 3));
   assert_bk_ok(bk_bits_set(b, 64));
   assert_bk_ok(bk_bits_set(b, 69));
-  size_t len2;
-  unsigned char *buf = serialize(b, &len2);
-  assert_int_equal(len2, len);
-  assert_memory_equal(buf, golden, len);
-  free(buf);
+  bk_test_assert_serializes_to(&bk_test_codec_bits, b, golden, len);
   bk_bits_destroy(b);
   free(golden);
 }

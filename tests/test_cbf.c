@@ -21,11 +21,7 @@ BK_TEST_DEFINE_BLOB_OF(cbf, static)
 /* The filter's state is exactly what it was (serialized bytes equal). */
 static void assert_same_state(const bk_cbf *f, const unsigned char *blob,
                               size_t len) {
-  size_t now_len;
-  unsigned char *now = cbf_blob_of(f, &now_len);
-  assert_int_equal(now_len, len);
-  assert_memory_equal(now, blob, len);
-  free(now);
+  bk_test_assert_serializes_to(&bk_test_codec_cbf, f, blob, len);
 }
 
 static void test_create_config(void **state) {
@@ -272,12 +268,7 @@ static void test_batches_match_single(void **state) {
     bk_cbf *a = cbf_make(&cfg), *b = cbf_make(&cfg);
     assert_bk_ok(bk_cbf_add_many(a, keys, lens, N));
     for (int i = 0; i < N; i++) assert_bk_ok(bk_cbf_add(b, keys[i], lens[i]));
-    size_t la, lb;
-    unsigned char *ba = cbf_blob_of(a, &la), *bb = cbf_blob_of(b, &lb);
-    assert_int_equal(la, lb);
-    assert_memory_equal(ba, bb, la);
-    free(ba);
-    free(bb);
+    bk_test_assert_same_state(&bk_test_codec_cbf, a, b);
     bool out[N], one;
     for (int i = 0; i < N; i++)
       assert_bk_ok(bk_cbf_hash(a, keys[i], lens[i], &hs[i]));

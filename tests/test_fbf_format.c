@@ -262,11 +262,7 @@ static void test_serialize_round_trip(void **state) {
         assert_true(fbf_has_with(f, h, (bk_fbf_check)ck) ==
                     fbf_has_with(g, h, (bk_fbf_check)ck));
     }
-    size_t len2;
-    unsigned char *again = fbf_blob_of(g, &len2);
-    assert_int_equal(len2, len);
-    assert_memory_equal(again, blob, len);
-    free(again);
+    bk_test_assert_serializes_to(&bk_test_codec_fbf, g, blob, len);
 
     /* Life goes on, identically, for (N + 3) periods. */
     size_t saved = n_el;

@@ -589,28 +589,21 @@ static void test_window(void **state) {
 /* ---- bad arguments --------------------------------------------------------
  */
 
-static void expect_create_einval(const bk_fbf_config *cfg, const char *what) {
-  bk_fbf *f = SENTINEL;
-  bk_status s = bk_fbf_create(&f, cfg);
-  if (s != BK_EINVAL)
-    fail_msg("create with %s: %s, expected BK_EINVAL", what, bk_status_name(s));
-  assert_ptr_equal(f, SENTINEL);
-}
+BK_TEST_DEFINE_CREATE_REFUSALS(fbf, static)
+
+BK_TEST_DEFINE_SET_ARGUMENTS(fbf, static)
 
 static void test_bad_arguments(void **state) {
   (void)state;
   const bk_fbf_config ok = {
       .m_bits = 1000, .k = 3, .n_past = 2, .refresh_period = 100};
   bk_fbf_config c;
-  bk_fbf *f = SENTINEL;
-  assert_bk_status(bk_fbf_create(NULL, &ok), BK_EINVAL);
-  assert_bk_status(bk_fbf_create(&f, NULL), BK_EINVAL);
-  assert_ptr_equal(f, SENTINEL);
-#define BAD(desc, edit)             \
-  do {                              \
-    c = ok;                         \
-    edit;                           \
-    expect_create_einval(&c, desc); \
+  fbf_expect_create_null(&ok);
+#define BAD(desc, edit)                 \
+  do {                                  \
+    c = ok;                             \
+    edit;                               \
+    fbf_expect_create_einval(&c, desc); \
   } while (0)
   BAD("N = 0", c.n_past = 0);
   BAD("N = 63 (65 filters)", c.n_past = 63);
@@ -656,34 +649,19 @@ static void test_bad_arguments(void **state) {
   c.max_filters = 4;
   c.fpp = 0.999;
   c.target_fpp = 1e-300;
-  f = fbf_make(&c);
+  bk_fbf *f = fbf_make(&c);
   bk_fbf_destroy(f);
   bk_fbf_destroy(NULL);
 
   f = fbf_make(&ok);
   bk_hash h = fbf_hash_id(f, 1);
-  bool out = true, added = true;
+  bool out = true;
   double p = -1;
   size_t n = 0, w = 0;
   unsigned char buf[16];
   bk_fbf_info in;
   bk_fbf_resize_event ev;
-  assert_bk_status(bk_fbf_hash(NULL, "a", 1, &h), BK_EINVAL);
-  assert_bk_status(bk_fbf_hash(f, NULL, 1, &h), BK_EINVAL);
-  assert_bk_status(bk_fbf_hash(f, "a", 1, NULL), BK_EINVAL);
-  assert_bk_status(bk_fbf_add(NULL, "a", 1), BK_EINVAL);
-  assert_bk_status(bk_fbf_add(f, NULL, 1), BK_EINVAL);
-  assert_bk_status(bk_fbf_add_hash(NULL, h), BK_EINVAL);
-  assert_bk_status(bk_fbf_add_if_absent(NULL, "a", 1, &added), BK_EINVAL);
-  assert_bk_status(bk_fbf_add_if_absent(f, NULL, 1, &added), BK_EINVAL);
-  assert_bk_status(bk_fbf_add_if_absent(f, "a", 1, NULL), BK_EINVAL);
-  assert_bk_status(bk_fbf_add_if_absent_hash(NULL, h, &added), BK_EINVAL);
-  assert_bk_status(bk_fbf_add_if_absent_hash(f, h, NULL), BK_EINVAL);
-  assert_bk_status(bk_fbf_contains(NULL, "a", 1, &out), BK_EINVAL);
-  assert_bk_status(bk_fbf_contains(f, NULL, 1, &out), BK_EINVAL);
-  assert_bk_status(bk_fbf_contains(f, "a", 1, NULL), BK_EINVAL);
-  assert_bk_status(bk_fbf_contains_hash(NULL, h, &out), BK_EINVAL);
-  assert_bk_status(bk_fbf_contains_hash(f, h, NULL), BK_EINVAL);
+  fbf_assert_set_arguments(f);
   assert_bk_status(bk_fbf_contains_with(NULL, h, BK_FBF_CHECK_SIMPLE, &out),
                    BK_EINVAL);
   assert_bk_status(bk_fbf_contains_with(f, h, BK_FBF_CHECK_SIMPLE, NULL),

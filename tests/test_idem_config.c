@@ -25,15 +25,7 @@
  * -----------------------------------------------------------
  */
 
-static void expect_create_einval(const bk_idem_config *cfg, const char *what) {
-  bk_idem *t = SENTINEL;
-  bk_status s = bk_idem_create(&t, cfg);
-  if (s != BK_EINVAL) {
-    if (s == BK_OK) bk_idem_destroy(t);
-    fail_msg("create with %s: %s, expected BK_EINVAL", what, bk_status_name(s));
-  }
-  assert_ptr_equal(t, SENTINEL);
-}
+BK_TEST_DEFINE_CREATE_REFUSALS(idem, static)
 
 static void expect_create_ok(const bk_idem_config *cfg, const char *what) {
   bk_idem *t = NULL;
@@ -98,16 +90,13 @@ static void test_bad_config(void **state) {
   (void)state;
   const bk_idem_config ok = {.retry_timeout = 3000, .ops_per_period = 1000};
   bk_idem_config c;
-  bk_idem *t = SENTINEL;
-  assert_bk_status(bk_idem_create(NULL, &ok), BK_EINVAL);
-  assert_bk_status(bk_idem_create(&t, NULL), BK_EINVAL);
-  assert_ptr_equal(t, SENTINEL);
+  idem_expect_create_null(&ok);
   bk_allocator half = {.alloc = NULL, .free = NULL};
-#define BAD(desc, edit)             \
-  do {                              \
-    c = ok;                         \
-    edit;                           \
-    expect_create_einval(&c, desc); \
+#define BAD(desc, edit)                  \
+  do {                                   \
+    c = ok;                              \
+    edit;                                \
+    idem_expect_create_einval(&c, desc); \
   } while (0)
 #define GOOD(desc, edit)        \
   do {                          \
@@ -365,7 +354,7 @@ static void test_rbf_size_overflow(void **state) {
   for (size_t i = 0; i < 2; i++) {
     bk_idem_config c = *cases[i];
     c.strategy = BK_IDEM_FBF;
-    expect_create_einval(&c, what[i]);
+    idem_expect_create_einval(&c, what[i]);
   }
   for (size_t i = 0; i < 2; i++) {
     bk_idem *t = SENTINEL;

@@ -39,9 +39,6 @@ static uint64_t test_seed(uint64_t salt) {
   return bk_test_seed(SEED_FALLBACK) ^ salt;
 }
 
-static char sentinel_storage;
-#define SENTINEL ((bk_rbf *)(void *)&sentinel_storage)
-
 /* Ids of keys never inserted (inserted ids stay below 2^62). */
 #define ABSENT_TAG ((uint64_t)1 << 63)
 
@@ -51,6 +48,7 @@ BK_TEST_DEFINE_MAKE(rbf, static)
 BK_TEST_DEFINE_INFO_OF(rbf, static)
 BK_TEST_DEFINE_BLOB_OF(rbf, static)
 BK_TEST_DEFINE_HASH_SET(rbf, static)
+BK_TEST_DEFINE_SET_ARGUMENTS(rbf, static)
 
 static double est_of(const bk_rbf *r) {
   double p = -1.0;
@@ -406,28 +404,19 @@ static void test_concurrent_recycles(void **state) {
 
 /* ---- bad arguments and allocation failures ------------------------------ */
 
-static void expect_create_einval(const bk_rbf_config *cfg, const char *what) {
-  bk_rbf *r = SENTINEL;
-  bk_status s = bk_rbf_create(&r, cfg);
-  if (s != BK_EINVAL)
-    fail_msg("create with %s: %s, expected BK_EINVAL", what, bk_status_name(s));
-  assert_ptr_equal(r, SENTINEL);
-}
+BK_TEST_DEFINE_CREATE_REFUSALS(rbf, static)
 
 static void test_bad_arguments(void **state) {
   (void)state;
   const bk_rbf_config ok = {.m_bits = 1000, .k = 3};
   bk_rbf_config c;
-  bk_rbf *r = SENTINEL;
-  assert_bk_status(bk_rbf_create(NULL, &ok), BK_EINVAL);
-  assert_bk_status(bk_rbf_create(&r, NULL), BK_EINVAL);
-  assert_ptr_equal(r, SENTINEL);
+  rbf_expect_create_null(&ok);
   bk_allocator half = {.alloc = NULL, .free = NULL};
-#define BAD(desc, edit)             \
-  do {                              \
-    c = ok;                         \
-    edit;                           \
-    expect_create_einval(&c, desc); \
+#define BAD(desc, edit)                 \
+  do {                                  \
+    c = ok;                             \
+    edit;                               \
+    rbf_expect_create_einval(&c, desc); \
   } while (0)
   BAD("k = 0 with m_bits", c.k = 0);
   BAD("k = 65", c.k = 65);
@@ -449,28 +438,10 @@ static void test_bad_arguments(void **state) {
 #undef BAD
   bk_rbf_destroy(NULL);
 
-  r = rbf_make(&ok);
-  bk_hash h;
-  bool out = true, added = true;
+  bk_rbf *r = rbf_make(&ok);
   double p = -1;
   bk_rbf_info in;
-  assert_bk_ok(bk_rbf_hash(r, "a", 1, &h));
-  assert_bk_status(bk_rbf_hash(NULL, "a", 1, &h), BK_EINVAL);
-  assert_bk_status(bk_rbf_hash(r, NULL, 1, &h), BK_EINVAL);
-  assert_bk_status(bk_rbf_hash(r, "a", 1, NULL), BK_EINVAL);
-  assert_bk_status(bk_rbf_add(NULL, "a", 1), BK_EINVAL);
-  assert_bk_status(bk_rbf_add(r, NULL, 1), BK_EINVAL);
-  assert_bk_status(bk_rbf_add_hash(NULL, h), BK_EINVAL);
-  assert_bk_status(bk_rbf_add_if_absent(NULL, "a", 1, &added), BK_EINVAL);
-  assert_bk_status(bk_rbf_add_if_absent(r, NULL, 1, &added), BK_EINVAL);
-  assert_bk_status(bk_rbf_add_if_absent(r, "a", 1, NULL), BK_EINVAL);
-  assert_bk_status(bk_rbf_add_if_absent_hash(NULL, h, &added), BK_EINVAL);
-  assert_bk_status(bk_rbf_add_if_absent_hash(r, h, NULL), BK_EINVAL);
-  assert_bk_status(bk_rbf_contains(NULL, "a", 1, &out), BK_EINVAL);
-  assert_bk_status(bk_rbf_contains(r, NULL, 1, &out), BK_EINVAL);
-  assert_bk_status(bk_rbf_contains(r, "a", 1, NULL), BK_EINVAL);
-  assert_bk_status(bk_rbf_contains_hash(NULL, h, &out), BK_EINVAL);
-  assert_bk_status(bk_rbf_contains_hash(r, h, NULL), BK_EINVAL);
+  rbf_assert_set_arguments(r);
   assert_bk_status(bk_rbf_estimated_fpp(NULL, &p), BK_EINVAL);
   assert_bk_status(bk_rbf_estimated_fpp(r, NULL), BK_EINVAL);
   assert_bk_status(bk_rbf_info_get(NULL, &in), BK_EINVAL);
@@ -595,11 +566,7 @@ static void test_serialize_round_trip(void **state) {
         assert_true(rbf_has(r, rbf_hash_id(r, ABSENT_TAG | p)) ==
                     rbf_has(q, rbf_hash_id(q, ABSENT_TAG | p)));
       /* The restored filter serializes to the same bytes. */
-      size_t len2;
-      unsigned char *blob2 = rbf_blob_of(q, &len2);
-      assert_int_equal(len2, len);
-      assert_memory_equal(blob2, blob, len);
-      free(blob2);
+      bk_test_assert_serializes_to(&bk_test_codec_rbf, q, blob, len);
       /* Driven on identically (past the next recycle), they stay equal. */
       uint64_t id2 = id + 1000000;
       const uint64_t rec = rbf_info_of(r).recycles;
@@ -610,12 +577,7 @@ static void test_serialize_round_trip(void **state) {
         assert_true(i < 10 * th + 100);
       }
       expect_same_info(r, q);
-      unsigned char *b1 = rbf_blob_of(r, &len);
-      unsigned char *b2 = rbf_blob_of(q, &len2);
-      assert_int_equal(len, len2);
-      assert_memory_equal(b1, b2, len);
-      free(b1);
-      free(b2);
+      bk_test_assert_same_state(&bk_test_codec_rbf, r, q);
       bk_rbf_destroy(q);
       assert_int_equal(st.live, 0);
       free(blob);
@@ -840,11 +802,7 @@ static void test_deserialize_crafted(void **state) {
   free(p);
 #undef CRAFT
   /* The original is unchanged. */
-  size_t len2;
-  unsigned char *again = rbf_blob_of(r, &len2);
-  assert_int_equal(len2, len);
-  assert_memory_equal(again, blob, len);
-  free(again);
+  bk_test_assert_serializes_to(&bk_test_codec_rbf, r, blob, len);
   free(blob);
   bk_rbf_destroy(r);
 }

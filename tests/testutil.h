@@ -61,6 +61,11 @@ void bk_test_sleep_ms(unsigned ms);
 unsigned char *bk_test_serialize(const bk_test_codec *c, const void *obj,
                                  size_t *len);
 
+/* obj serializes to exactly want[0, len) (a golden blob, or the bytes it
+ * was loaded from). */
+void bk_test_assert_serializes_to(const bk_test_codec *c, const void *obj,
+                                  const unsigned char *want, size_t len);
+
 /* a and b serialize to the same bytes (the same state). */
 void bk_test_assert_same_state(const bk_test_codec *c, const void *a,
                                const void *b);
@@ -173,6 +178,60 @@ void bk_test_codec_expect_edit(const bk_test_codec *c,
     bool added = false;                                                      \
     assert_bk_ok(bk_##T##_add_if_absent_hash(obj, h, &added));               \
     return added;                                                            \
+  }
+
+/* T_expect_create_einval(cfg, what): bk_<T>_create refuses cfg with
+ * BK_EINVAL and leaves its out-parameter alone (`what` names the case).
+ * T_expect_create_null(ok): the same for a NULL out-parameter (with the
+ * valid config ok) and for a NULL config. */
+#define BK_TEST_DEFINE_CREATE_REFUSALS(T, linkage)                  \
+  linkage void T##_expect_create_einval(const bk_##T##_config *cfg, \
+                                        const char *what) {         \
+    static unsigned char create_sentinel;                           \
+    bk_##T *const sentinel = (bk_##T *)(void *)&create_sentinel;    \
+    bk_##T *obj = sentinel;                                         \
+    bk_status s = bk_##T##_create(&obj, cfg);                       \
+    if (s != BK_EINVAL) {                                           \
+      if (s == BK_OK) bk_##T##_destroy(obj);                        \
+      fail_msg("create with %s: %s, expected BK_EINVAL", what,      \
+               bk_status_name(s));                                  \
+    }                                                               \
+    assert_ptr_equal(obj, sentinel);                                \
+  }                                                                 \
+  linkage void T##_expect_create_null(const bk_##T##_config *ok) {  \
+    static unsigned char create_sentinel;                           \
+    bk_##T *const sentinel = (bk_##T *)(void *)&create_sentinel;    \
+    bk_##T *obj = sentinel;                                         \
+    assert_bk_status(bk_##T##_create(NULL, ok), BK_EINVAL);         \
+    assert_bk_status(bk_##T##_create(&obj, NULL), BK_EINVAL);       \
+    assert_ptr_equal(obj, sentinel);                                \
+  }
+
+/* For the set types: T_assert_set_arguments(obj) checks the argument rules
+ * their key calls share: hash, add, add_hash, add_if_absent(_hash) and
+ * contains(_hash) refuse a NULL object, key or out-parameter with
+ * BK_EINVAL (obj is a live set; the calls add nothing). */
+#define BK_TEST_DEFINE_SET_ARGUMENTS(T, linkage)                             \
+  linkage void T##_assert_set_arguments(bk_##T *obj) {                       \
+    bk_hash h;                                                               \
+    bool out = true;                                                         \
+    assert_bk_ok(bk_##T##_hash(obj, "a", 1, &h));                            \
+    assert_bk_status(bk_##T##_hash(NULL, "a", 1, &h), BK_EINVAL);            \
+    assert_bk_status(bk_##T##_hash(obj, NULL, 1, &h), BK_EINVAL);            \
+    assert_bk_status(bk_##T##_hash(obj, "a", 1, NULL), BK_EINVAL);           \
+    assert_bk_status(bk_##T##_add(NULL, "a", 1), BK_EINVAL);                 \
+    assert_bk_status(bk_##T##_add(obj, NULL, 1), BK_EINVAL);                 \
+    assert_bk_status(bk_##T##_add_hash(NULL, h), BK_EINVAL);                 \
+    assert_bk_status(bk_##T##_add_if_absent(NULL, "a", 1, &out), BK_EINVAL); \
+    assert_bk_status(bk_##T##_add_if_absent(obj, NULL, 1, &out), BK_EINVAL); \
+    assert_bk_status(bk_##T##_add_if_absent(obj, "a", 1, NULL), BK_EINVAL);  \
+    assert_bk_status(bk_##T##_add_if_absent_hash(NULL, h, &out), BK_EINVAL); \
+    assert_bk_status(bk_##T##_add_if_absent_hash(obj, h, NULL), BK_EINVAL);  \
+    assert_bk_status(bk_##T##_contains(NULL, "a", 1, &out), BK_EINVAL);      \
+    assert_bk_status(bk_##T##_contains(obj, NULL, 1, &out), BK_EINVAL);      \
+    assert_bk_status(bk_##T##_contains(obj, "a", 1, NULL), BK_EINVAL);       \
+    assert_bk_status(bk_##T##_contains_hash(NULL, h, &out), BK_EINVAL);      \
+    assert_bk_status(bk_##T##_contains_hash(obj, h, NULL), BK_EINVAL);       \
   }
 
 /* OOM injection (libuv's test-loop-oom): calls make(make_ctx, al, &obj)

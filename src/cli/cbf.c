@@ -62,6 +62,23 @@ static void split_args(int argc, char **argv, int *n_opt, char **opt_argv,
   }
 }
 
+/* The options of a command on one FILE: split argv, parse the options by
+ * cmd and require exactly one positional argument, *file. Returns
+ * BK_CLI_CONTINUE, or the exit status of --help or a usage error. */
+static int parse_one_file(const bk_cli_command *cmd, int argc, char **argv,
+                          const char **file) {
+  char *opt_argv[argc + 1], *pos[argc + 1];
+  int n_opt, n_pos;
+  split_args(argc, argv, &n_opt, opt_argv, &n_pos, pos);
+  int status = bk_cli_parse(cmd, n_opt, opt_argv, stdout, stderr);
+  if (status != BK_CLI_CONTINUE) return status;
+  if (n_pos != 1)
+    return bk_cli_usage_error(stderr, cmd->prog,
+                              "expected one FILE, got %d arguments", n_pos);
+  *file = pos[0];
+  return BK_CLI_CONTINUE;
+}
+
 /* msync the file and record disk_seqnum; 1 after saying why it failed. */
 static int flush_file(bk_scbf *s, const char *path) {
   bk_status st = bk_scbf_flush(s);
@@ -112,14 +129,9 @@ static int cmd_create(int argc, char **argv) {
       .opts = opts,
       .n_opts = sizeof opts / sizeof opts[0],
   };
-  char *opt_argv[argc + 1], *pos[argc + 1];
-  int n_opt, n_pos;
-  split_args(argc, argv, &n_opt, opt_argv, &n_pos, pos);
-  int status = bk_cli_parse(&cmd, n_opt, opt_argv, stdout, stderr);
+  const char *file;
+  int status = parse_one_file(&cmd, argc, argv, &file);
   if (status != BK_CLI_CONTINUE) return status;
-  if (n_pos != 1)
-    return bk_cli_usage_error(stderr, PROG " create",
-                              "expected one FILE, got %d arguments", n_pos);
   if (capacity == 0)
     return bk_cli_usage_error(stderr, PROG " create", "--capacity is required");
   if (bits != 4 && bits != 8 && bits != 16 && bits != 32)
@@ -128,12 +140,12 @@ static int cmd_create(int argc, char **argv) {
                               bits);
   /* Made here with O_EXCL, so a file that appears meanwhile is never
    * taken over; bk_scbf_open then writes the empty file's header. */
-  int fd = open(pos[0], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     if (errno == EEXIST)
-      fprintf(stderr, PROG ": %s: already exists\n", pos[0]);
+      fprintf(stderr, PROG ": %s: already exists\n", file);
     else
-      fprintf(stderr, PROG ": %s: %s\n", pos[0], strerror(errno));
+      fprintf(stderr, PROG ": %s: %s\n", file, strerror(errno));
     return 1;
   }
   close(fd);
@@ -146,24 +158,24 @@ static int cmd_create(int argc, char **argv) {
                         .seed = seed,
                         .max_filters = max_filters};
   bk_scbf *s = NULL;
-  bk_status st = bk_scbf_open(&s, pos[0], &cfg);
-  if (st != BK_OK) unlink(pos[0]);
+  bk_status st = bk_scbf_open(&s, file, &cfg);
+  if (st != BK_OK) unlink(file);
   if (st == BK_EINVAL) {
     fprintf(stderr,
             PROG ": %s: --capacity %" PRIu64
                  " at --error %g is "
                  "larger than a filter can be\n",
-            pos[0], capacity, error);
+            file, capacity, error);
     return 1;
   }
   if (st != BK_OK) {
-    fprintf(stderr, PROG ": %s: %s\n", pos[0], bk_strerror(st));
+    fprintf(stderr, PROG ": %s: %s\n", file, bk_strerror(st));
     return 1;
   }
   st = bk_scbf_flush(s);
   bk_scbf_destroy(s);
   if (st != BK_OK) {
-    fprintf(stderr, PROG ": %s: %s\n", pos[0], bk_strerror(st));
+    fprintf(stderr, PROG ": %s: %s\n", file, bk_strerror(st));
     return 1;
   }
   return 0;
@@ -305,30 +317,25 @@ static int cmd_file_only(int argc, char **argv, bool info) {
                             "counters, seqnums and estimated fpp."
                           : "msync FILE, then record disk_seqnum.",
   };
-  char *opt_argv[argc + 1], *pos[argc + 1];
-  int n_opt, n_pos;
-  split_args(argc, argv, &n_opt, opt_argv, &n_pos, pos);
-  int status = bk_cli_parse(&cmd, n_opt, opt_argv, stdout, stderr);
+  const char *file;
+  int status = parse_one_file(&cmd, argc, argv, &file);
   if (status != BK_CLI_CONTINUE) return status;
-  if (n_pos != 1)
-    return bk_cli_usage_error(stderr, prog,
-                              "expected one FILE, got %d arguments", n_pos);
   bk_scbf *s = NULL;
-  if (open_file(pos[0], &s) != 0) return 1;
+  if (open_file(file, &s) != 0) return 1;
   int result = 0;
   if (!info) {
-    result = flush_file(s, pos[0]);
+    result = flush_file(s, file);
     bk_scbf_destroy(s);
     return result;
   }
   bk_scbf_info in;
   bk_status st = bk_scbf_info_get(s, &in);
   if (st != BK_OK) {
-    fprintf(stderr, PROG ": %s: %s\n", pos[0], bk_strerror(st));
+    fprintf(stderr, PROG ": %s: %s\n", file, bk_strerror(st));
     bk_scbf_destroy(s);
     return 1;
   }
-  printf("file\t%s\nfile_size\t%" PRIu64 "\n", pos[0], in.file_size);
+  printf("file\t%s\nfile_size\t%" PRIu64 "\n", file, in.file_size);
   printf("capacity\t%" PRIu64 "\nerror\t%g\ngrowth\t%g\ntightening\t%g\n",
          in.capacity, in.fpp, in.growth, in.tightening);
   printf("counter_bits\t%u\nlayout\t%s\nhash\t%s\nseed\t%" PRIu64 "\n",

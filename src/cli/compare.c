@@ -915,21 +915,12 @@ static void print_table(FILE *f, const workload *w, const row *rows, size_t n) {
 }
 
 static int plot_compare(const char *dir, const row *rows, size_t n) {
-  size_t len = strlen(dir) + sizeof "/compare.csv";
-  char *path = malloc(len);
-  if (!path) return 1;
-  snprintf(path, len, "%s/compare.csv", dir);
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    fprintf(stderr, PROG ": cannot write %s: %s\n", path, strerror(errno));
-    free(path);
-    return 1;
-  }
+  char *path;
+  FILE *f = bk_plot_open_csv(PROG, dir, "compare", &path, stderr);
+  if (!f) return 1;
   print_csv(f, rows, n);
-  int status = fclose(f) != 0;
   bk_plot_figure fig = {
       .name = "compare",
-      .csv = path,
       .title = "bloomkit compare: ns per key by operation",
       .x = "structure",
       .xlabel = "",
@@ -944,9 +935,7 @@ static int plot_compare(const char *dir, const row *rows, size_t n) {
                  {"contains_ns", "contains"},
                  {"contains_batch_ns", "contains, batch"}},
   };
-  if (!status) status = bk_plot_draw(dir, &fig, stderr);
-  free(path);
-  return status;
+  return bk_plot_close_and_draw(PROG, dir, f, path, &fig, 1, stderr);
 }
 
 /* ---- the command ------------------------------------------------------- */

@@ -168,6 +168,18 @@ int bk_cli_usage_error(FILE *err, const char *prog, const char *fmt, ...) {
   return BK_CLI_USAGE;
 }
 
+int bk_cli_parse_options(const char *prog, const char *description,
+                         bk_cli_opt *opts, size_t n_opts, int argc,
+                         char **argv) {
+  const bk_cli_command cmd = {
+      .prog = prog,
+      .description = description,
+      .opts = opts,
+      .n_opts = n_opts,
+  };
+  return bk_cli_parse(&cmd, argc, argv, stdout, stderr);
+}
+
 int bk_cli_flush_output(const char *prog, int status, FILE *out, FILE *err) {
   if (fflush(out) != 0 || ferror(out)) {
     fprintf(err, "%s: error writing standard output\n", prog);

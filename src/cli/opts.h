@@ -183,6 +183,12 @@ typedef struct bk_cli_command {
 int bk_cli_parse(const bk_cli_command *cmd, int argc, char **argv, FILE *out,
                  FILE *err);
 
+/* bk_cli_parse for a command that needs no epilog: its name, description
+ * and option table, on stdout and stderr. */
+int bk_cli_parse_options(const char *prog, const char *description,
+                         bk_cli_opt *opts, size_t n_opts, int argc,
+                         char **argv);
+
 /* Print the usage line, the description, one line per option (help,
  * default, what is allowed; wrapped at 80 columns) and the epilog. */
 void bk_cli_help(const bk_cli_command *cmd, FILE *out);

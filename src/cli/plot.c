@@ -60,10 +60,28 @@ FILE *bk_plot_open_csv(const char *prog, const char *dir, const char *name,
   return f;
 }
 
+int bk_plot_close_and_draw(const char *prog, const char *dir, FILE *f,
+                           char *path, bk_plot_figure *figs, size_t n_figs,
+                           FILE *err) {
+  int status = 0;
+  if (fclose(f) != 0) {
+    fprintf(err, "%s: cannot write %s\n", prog, path);
+    status = 1;
+  }
+  for (size_t i = 0; i < n_figs && !status; i++) {
+    figs[i].csv = path;
+    status = bk_plot_draw(dir, &figs[i], err);
+  }
+  free(path);
+  return status;
+}
+
 int bk_plot_prepare(const char *prog, const char *dir, FILE *err) {
   if (!bk_plot_available()) {
-    fprintf(err, "%s: --plot needs gnuplot (Debian: gnuplot-nox; "
-                 "scripts/bootstrap.sh installs it)\n", prog);
+    fprintf(err,
+            "%s: --plot needs gnuplot (Debian: gnuplot-nox; "
+            "scripts/bootstrap.sh installs it)\n",
+            prog);
     return 1;
   }
   return bk_plot_make_dir(prog, dir, err);
@@ -89,8 +107,7 @@ static char *join(const char *dir, const char *name, const char *ext) {
   return p;
 }
 
-static int write_script(FILE *f, const bk_plot_figure *fig,
-                        const char *png) {
+static int write_script(FILE *f, const bk_plot_figure *fig, const char *png) {
   fputs("# Written by bloomkit; run `gnuplot THIS_FILE` to redraw.\n", f);
   fputs("set terminal pngcairo size 960,600 enhanced font 'sans,11'\n", f);
   fputs("set output ", f);
@@ -135,11 +152,12 @@ static int write_script(FILE *f, const bk_plot_figure *fig,
   }
   const char *style = fig->style ? fig->style : "linespoints";
   if (fig->histogram) {
-    fputs("set style data histogram\nset style histogram clustered gap 1\n"
-          "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"
-          "set xtics rotate by 25 right noenhanced nomirror\nset grid noxtics\n"
-          "set yrange [0:*]\n",
-          f);
+    fputs(
+        "set style data histogram\nset style histogram clustered gap 1\n"
+        "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"
+        "set xtics rotate by 25 right noenhanced nomirror\nset grid noxtics\n"
+        "set yrange [0:*]\n",
+        f);
     fputs("plot ", f);
     for (unsigned i = 0; i < fig->n_series; i++) {
       if (i) fputs(", \\\n     ", f);

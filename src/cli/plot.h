@@ -35,7 +35,7 @@ typedef struct bk_plot_figure {
   const char *title; /* the figure's title (its caption's first words) */
   const char *x;     /* the x column */
   const char *xlabel, *ylabel;
-  const char *y2label;   /* NULL unless a series is on the right */
+  const char *y2label; /* NULL unless a series is on the right */
   bool logx, logy, logy2;
   /* A log y axis: a y of 0 (none among the probes) is drawn at zero_at,
    * on a dashed line labelled zero_label; 0: such points are left out
@@ -45,12 +45,12 @@ typedef struct bk_plot_figure {
   /* A linear y axis starts at 0 (ratios, counts): otherwise a series of
    * zeros is centred in [-1, 1]. */
   bool y_from_zero;
-  double xtics; /* > 0: a tic every xtics on x (counts: 1) */
-  const char *style;     /* gnuplot's `with`: NULL is linespoints */
+  double xtics;      /* > 0: a tic every xtics on x (counts: 1) */
+  const char *style; /* gnuplot's `with`: NULL is linespoints */
   /* Clustered bars, one cluster per row, labelled by the x column (text);
    * rows with an empty y are a missing bar. */
   bool histogram;
-  const char *key;       /* legend placement (gnuplot words), NULL: top left */
+  const char *key; /* legend placement (gnuplot words), NULL: top left */
   unsigned n_series;
   bk_plot_series series[BK_PLOT_MAX_SERIES];
 } bk_plot_figure;
@@ -79,5 +79,14 @@ int bk_plot_prepare(const char *prog, const char *dir, FILE *err);
  * or unset when the path itself could not be allocated. */
 FILE *bk_plot_open_csv(const char *prog, const char *dir, const char *name,
                        char **path, FILE *err);
+
+/** The end of a figure's data: close f (bk_plot_open_csv's stream, path
+ * its path) and, when it was written whole, draw each of the n_figs
+ * figures from it into dir (their csv set to path). Frees path. Returns
+ * 0, or 1 after saying on err what failed (`prog` prefixes the message
+ * when the data file could not be written). */
+int bk_plot_close_and_draw(const char *prog, const char *dir, FILE *f,
+                           char *path, bk_plot_figure *figs, size_t n_figs,
+                           FILE *err);
 
 #endif

@@ -203,14 +203,8 @@ bk_status bk_kbf_deserialize(const void *buf, size_t len,
   /* A capacity-sized filter may also have been given k: then m follows
    * from it; accept either way create could have made it. */
   if (capacity && (shape.main.k != k || shape.main.m_created != m_created)) {
-    const bk_kbf_config cfg_k = {.capacity = capacity,
-                                 .k = k,
-                                 .cell_bits = cell_bits,
-                                 .max_values = max_values,
-                                 .decode = (bk_kbf_decode)decode,
-                                 .inverse = (bk_kbf_inverse)inverse,
-                                 .hash_alg = (bk_hash_alg)alg,
-                                 .seed = seed};
+    bk_kbf_config cfg_k = cfg; /* the same, but k given */
+    cfg_k.k = k;
     memset(&shape, 0, sizeof shape);
     BK_RETURN_IF(bk__kbf_resolve(&cfg_k, fpp_e18, &shape) != BK_OK,
                  BK_ECORRUPT);

@@ -11,35 +11,17 @@
 # writes compare.png when gnuplot is there. bits_per_key is memory * 8 /
 # keys, so it includes the structure's fixed overhead (a few KiB).
 # Usage: test_cli_compare.sh path/to/bloomkit
-set -u
-BK=${1:?usage: test_cli_compare.sh path/to/bloomkit}
-TMP=$(mktemp -d) || exit 1
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $CASE: $*"
-  [ -s "$TMP/err" ] && echo "  stderr: $(head -c 600 "$TMP/err")"
-  failures=$((failures + 1))
-}
-expect() { # STATUS TEXT args...
-  want=$1 text=$2
-  shift 2
-  CASE="compare $*"
-  "$BK" compare "$@" >"$TMP/out" 2>"$TMP/err"
-  st=$?
-  [ "$st" -eq "$want" ] || fail "exit status $st, expected $want"
-  grep -qF -- "$text" "$TMP/err" || fail "stderr lacks: $text"
-}
-expect 2 "--keys: '0' is out of range" --keys 0
-expect 2 "--present: '1.5' is out of range" --present 1.5
-expect 2 "--fpp: '0.5' is out of range" --fpp 0.5
-expect 2 "--key-len: '4' is out of range" --key-len 4
-expect 2 "--threads: '0' is out of range" --threads 0
-expect 2 "--only: 'bloom': item 'bloom' is not one of the choices" --only bloom
-expect 2 "--csv and --json: pick one" --csv --json
-expect 1 "no-such-file" --keys-file "$TMP/no-such-file"
+. "$(dirname "$0")/lib.sh"
+expect 2 "--keys: '0' is out of range" compare --keys 0
+expect 2 "--present: '1.5' is out of range" compare --present 1.5
+expect 2 "--fpp: '0.5' is out of range" compare --fpp 0.5
+expect 2 "--key-len: '4' is out of range" compare --key-len 4
+expect 2 "--threads: '0' is out of range" compare --threads 0
+expect 2 "--only: 'bloom': item 'bloom' is not one of the choices" compare --only bloom
+expect 2 "--csv and --json: pick one" compare --csv --json
+expect 1 "no-such-file" compare --keys-file "$TMP/no-such-file"
 printf 'a\nb\n' >"$TMP/tiny"
-expect 1 "distinct non-empty lines" --keys-file "$TMP/tiny" --keys 5
+expect 1 "distinct non-empty lines" compare --keys-file "$TMP/tiny" --keys 5
 
 N=20000
 CASE="compare --csv"
@@ -87,12 +69,7 @@ grep "^bloom standard," "$TMP/csv" | awk -F, '$2 < 10 || $2 > 12 || $3 < 0.0081 
 if command -v gnuplot >/dev/null 2>&1; then
   CASE="compare --plot"
   "$BK" compare --keys 3000 --only bloom-standard,cbf-standard --plot "$TMP/p" >/dev/null 2>"$TMP/err" || fail "exit status $?"
-  sig=$(head -c 8 "$TMP/p/compare.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')
-  [ "$sig" = 89504e470d0a1a0a ] || fail "no compare.png"
+  is_png "$TMP/p/compare.png" || fail "no compare.png"
 fi
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "all compare checks passed"
+finish "all compare checks passed"

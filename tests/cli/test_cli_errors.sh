@@ -6,40 +6,7 @@
 # C source text or a bloomkit function name), nothing on stdout. Then
 # --help: status 0, every option listed. Then two tiny valid runs.
 # Usage: test_cli_errors.sh path/to/bloomkit
-set -u
-BK=${1:?usage: test_cli_errors.sh path/to/bloomkit}
-TMP=$(mktemp -d) || exit 1
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-# A usage error returns at once; a case that runs (say, a huge count that
-# was not refused) is cut off rather than left to hang the test.
-LIMIT=
-command -v timeout >/dev/null 2>&1 && LIMIT="timeout 20"
-
-fail() {
-  echo "FAIL: bloomkit $CASE: $*"
-  echo "  stderr: $(cat "$TMP/err")"
-  failures=$((failures + 1))
-}
-
-# expect STATUS 'text stderr must contain' args...
-expect() {
-  want_status=$1
-  want_text=$2
-  shift 2
-  CASE="$*"
-  $LIMIT "$BK" "$@" >"$TMP/out" 2>"$TMP/err"
-  status=$?
-  [ "$status" -eq 124 ] && [ -n "$LIMIT" ] && fail "still running after 20 s"
-  [ "$status" -eq "$want_status" ] || fail "exit status $status, expected $want_status"
-  grep -qF -- "$want_text" "$TMP/err" || fail "stderr lacks: $want_text"
-  if [ "$want_status" -eq 2 ]; then
-    [ -s "$TMP/out" ] && fail "wrote to stdout on a usage error"
-    # Internal names: bk_<something>( or ->, as the old TRY_BK printed.
-    grep -qE 'bk_[a-z_]+\(|->' "$TMP/err" && fail "stderr shows source text"
-  fi
-  return 0
-}
+. "$(dirname "$0")/lib.sh"
 
 F=fbf-experiments
 S="sim counters"
@@ -169,8 +136,4 @@ grep -q "^keys	4$" "$TMP/out" || fail "keys"
 grep -q "^mem_seqnum	7$" "$TMP/out" || fail "mem_seqnum"
 grep -q "^disk_seqnum	7$" "$TMP/out" || fail "disk_seqnum"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "all bloomkit command-line checks passed"
+finish "all bloomkit command-line checks passed"

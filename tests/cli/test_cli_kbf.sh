@@ -6,16 +6,7 @@
 # the encoding widths are the ones the design promises, a bad option is a
 # usage error (exit 2) and --help works.
 # Usage: test_cli_kbf.sh path/to/bloomkit
-set -u
-BK=${1:?usage: test_cli_kbf.sh path/to/bloomkit}
-TMP=$(mktemp -d) || exit 1
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $CASE: $*"
-  [ -s "$TMP/err" ] && echo "  stderr: $(cat "$TMP/err")"
-  failures=$((failures + 1))
-}
+. "$(dirname "$0")/lib.sh"
 # row FILE: the CSV without its comment lines
 rows() { grep -v '^#' "$1"; }
 
@@ -50,5 +41,4 @@ CASE="--help"
 "$BK" kbf-experiments --help >"$TMP/out" 2>"$TMP/err" || fail "exit status"
 grep -q -- '--greedy-max' "$TMP/out" || fail "help lacks --greedy-max"
 
-[ "$failures" -eq 0 ] && echo "test_cli_kbf: all passed"
-[ "$failures" -eq 0 ]
+finish "test_cli_kbf: all passed"

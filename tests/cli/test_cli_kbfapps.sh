@@ -5,29 +5,7 @@
 # `bloomkit sim dkbf` with bad arguments (exit 2, the option named), --help,
 # a run whose table and CSV agree, and --plot (when gnuplot is there).
 # Usage: test_cli_kbfapps.sh path/to/bloomkit
-set -u
-BK=${1:?usage: test_cli_kbfapps.sh path/to/bloomkit}
-TMP=$(mktemp -d) || exit 1
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-fail() {
-  echo "FAIL: bloomkit $CASE: $*"
-  [ -s "$TMP/err" ] && echo "  stderr: $(cat "$TMP/err")"
-  failures=$((failures + 1))
-}
-# expect STATUS 'text stderr must contain' args...
-expect() {
-  want_status=$1
-  want_text=$2
-  shift 2
-  CASE="$*"
-  "$BK" "$@" >"$TMP/out" 2>"$TMP/err"
-  status=$?
-  [ "$status" -eq "$want_status" ] || fail "exit status $status, expected $want_status"
-  grep -qF -- "$want_text" "$TMP/err" || fail "stderr lacks: $want_text"
-  [ "$want_status" -eq 2 ] && [ -s "$TMP/out" ] && fail "wrote to stdout on a usage error"
-  return 0
-}
+. "$(dirname "$0")/lib.sh"
 
 D="sim dkbf"
 expect 2 "--servers: '0' is out of range" $D --servers 0
@@ -92,8 +70,4 @@ if command -v gnuplot >/dev/null 2>&1; then
   for f in kbf_fig24 kbf_fig25; do [ -s "$TMP/aplot/$f.png" ] || fail "no $f.png"; done
 fi
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "all kbf application command checks passed"
+finish "all kbf application command checks passed"

@@ -6,23 +6,13 @@
 # directory whose name needs quoting; without gnuplot on PATH the command
 # says so and exits 1. Skipped (exit 77) when gnuplot is not installed.
 # Usage: test_cli_plot.sh path/to/bloomkit
-set -u
-BK=${1:?usage: test_cli_plot.sh path/to/bloomkit}
+. "$(dirname "$0")/lib.sh"
 command -v gnuplot >/dev/null 2>&1 || { echo "gnuplot not installed: skipped"; exit 77; }
-TMP=$(mktemp -d) || exit 1
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $CASE: $*"
-  [ -s "$TMP/err" ] && echo "  stderr: $(cat "$TMP/err")"
-  failures=$((failures + 1))
-}
 # png DIR NAME: DIR/NAME.png exists and starts with the PNG signature;
 # DIR/NAME.csv and DIR/NAME.gp are there.
 png() {
   [ -s "$1/$2.png" ] || { fail "no $2.png"; return; }
-  sig=$(head -c 8 "$1/$2.png" | od -An -tx1 | tr -d ' \n')
-  [ "$sig" = 89504e470d0a1a0a ] || fail "$2.png is not a PNG ($sig)"
+  is_png "$1/$2.png" || fail "$2.png is not a PNG"
   [ -s "$1/$2.csv" ] || fail "no $2.csv"
   [ -s "$1/$2.gp" ] || fail "no $2.gp"
   [ -e "$1/$2.gnuplot.log" ] && fail "gnuplot log left behind"
@@ -72,8 +62,4 @@ st=$?
 [ "$st" -eq 1 ] || fail "exit status $st, expected 1"
 grep -q "cannot create directory" "$TMP/err" || fail "no message"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "all --plot checks passed"
+finish "all --plot checks passed"

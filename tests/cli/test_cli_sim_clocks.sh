@@ -7,16 +7,7 @@
 # usage errors (exit 2), --plot's PNGs when gnuplot is installed and its
 # refusal (exit 1) when it is not on PATH.
 # Usage: test_cli_sim_clocks.sh path/to/bloomkit
-set -u
-BK=${1:?usage: test_cli_sim_clocks.sh path/to/bloomkit}
-TMP=$(mktemp -d) || exit 1
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $CASE: $*"
-  [ -s "$TMP/err" ] && echo "  stderr: $(head -5 "$TMP/err")"
-  failures=$((failures + 1))
-}
+. "$(dirname "$0")/lib.sh"
 SMALL="--processes 48 --events-per-process 40 --sample-events 300 --pairs 5000 --slice 200 --pr-pairs 300"
 
 for topo in complete ring random; do
@@ -79,5 +70,4 @@ st=$?
 grep -q "needs gnuplot" "$TMP/err" || fail "no message"
 [ -e "$TMP/x" ] && fail "made the directory anyway"
 
-[ $failures -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "sim clocks: all cases passed"
+finish "sim clocks: all cases passed"

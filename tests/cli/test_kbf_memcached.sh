@@ -8,18 +8,8 @@
 # 77) when memcached is not installed or the command was built without
 # libmemcached.
 # Usage: test_kbf_memcached.sh path/to/bloomkit
-set -u
-BK=${1:?usage: test_kbf_memcached.sh path/to/bloomkit}
+. "$(dirname "$0")/lib.sh"
 command -v memcached >/dev/null 2>&1 || { echo "memcached not installed: skipped"; exit 77; }
-TMP=$(mktemp -d) || exit 1
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-ERR="$TMP/err" # the stderr of the case being checked
-fail() {
-  echo "FAIL: $CASE: $*"
-  [ -s "$ERR" ] && echo "  stderr: $(cat "$ERR")"
-  failures=$((failures + 1))
-}
 # Every "# memcached pid N" the run reported must be gone.
 servers_gone() {
   pids=$(sed -n 's/^# memcached pid \([0-9]*\) .*/\1/p' "$ERR")
@@ -109,8 +99,4 @@ st=$?
 [ "$st" -eq 1 ] || fail "exit status $st, expected 1"
 grep -q "cannot start" "$TMP/err" || fail "no message"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "all memcached checks passed"
+finish "all memcached checks passed"

@@ -897,6 +897,5 @@ int bk_cli_fbf_experiments(int argc, char **argv) {
   if (!status && (o.figures & 16u)) status = run_four_fbfs(&o, &fig65);
   if (!status && (o.figures & 32u)) status = run_fig66(&o);
   if (!status && o.plot_dir) status = draw_plots(&o);
-  status = bk_cli_flush_output(PROG, status, stdout, stderr);
-  return status;
+  return bk_cli_flush_output(PROG, status, stdout, stderr);
 }

@@ -18,7 +18,6 @@
  * capacity, the kBF's bytes. Ratios are per query: the monitor queries once per
  * packet (`during`), then every flow once at the end (`final`).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,58 +207,43 @@ static void print_csv_row(FILE *f, const row *w) {
 }
 
 static int plot(const options *o, const row *rows, size_t n) {
-  size_t len = strlen(o->plot_dir) + sizeof "/kbf_fig24_25.csv";
-  char *path = malloc(len);
-  if (!path) return 1;
-  snprintf(path, len, "%s/kbf_fig24_25.csv", o->plot_dir);
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    fprintf(stderr, PROG ": cannot write %s: %s\n", path, strerror(errno));
-    free(path);
-    return 1;
-  }
+  char *path;
+  FILE *f = bk_plot_open_csv(PROG, o->plot_dir, "kbf_fig24_25", &path, stderr);
+  if (!f) return 1;
   fprintf(f,
           "# kbf_fig24_25: ACSM errors per query as p varies; %llu flows, "
           "seed %llu\n" CSV_HEADER "\n",
           (unsigned long long)o->flows, (unsigned long long)o->seed);
   for (size_t i = 0; i < n; i++) print_csv_row(f, &rows[i]);
-  int status = 0;
-  if (fclose(f) != 0) {
-    fprintf(stderr, PROG ": cannot write %s\n", path);
-    status = 1;
-  }
-  bk_plot_figure fig24 = {
+  bk_plot_figure figs[2] = {{
       .name = "kbf_fig24",
-      .csv = path,
       .title = "Fig. 24: false negative ratio of the TCP state machine",
       .x = "p",
       .xlabel = "target false positive probability p",
       .ylabel = "false negatives per query",
       .logx = true,
       .logy = true,
-  };
-  bk_plot_figure fig25 = fig24;
-  fig25.name = "kbf_fig25";
-  fig25.title = "Fig. 25: total error ratio of the TCP state machine";
-  fig25.ylabel = "errors per query (FN + FP + wrong state + unknown)";
+  }};
+  bk_plot_figure *fig24 = &figs[0], *fig25 = &figs[1];
+  *fig25 = *fig24;
+  fig25->name = "kbf_fig25";
+  fig25->title = "Fig. 25: total error ratio of the TCP state machine";
+  fig25->ylabel = "errors per query (FN + FP + wrong state + unknown)";
   for (size_t s = 0; s < o->n_structures; s++) {
     const char *name = structure_names[o->structures[s]];
     const char *title = o->structures[s] == S_SBF ? "sBF" : "kBF";
-    fig24.series[fig24.n_series++] =
+    fig24->series[fig24->n_series++] =
         (bk_plot_series){.column = "fn_ratio",
                          .title = title,
                          .filter_column = "structure",
                          .filter_value = name};
-    fig25.series[fig25.n_series++] =
+    fig25->series[fig25->n_series++] =
         (bk_plot_series){.column = "total_ratio",
                          .title = title,
                          .filter_column = "structure",
                          .filter_value = name};
   }
-  if (!status) status = bk_plot_draw(o->plot_dir, &fig24, stderr);
-  if (!status) status = bk_plot_draw(o->plot_dir, &fig25, stderr);
-  free(path);
-  return status;
+  return bk_plot_close_and_draw(PROG, o->plot_dir, f, path, figs, 2, stderr);
 }
 
 static int run(const options *o) {
@@ -384,13 +368,8 @@ int bk_cli_kbf_acsm(int argc, char **argv) {
                     "kbf_fig25.png",
                     .default_text = "no pictures"),
   };
-  const bk_cli_command cmd = {
-      .prog = PROG,
-      .description = ACSM_DESCRIPTION,
-      .opts = opts,
-      .n_opts = sizeof opts / sizeof opts[0],
-  };
-  int status = bk_cli_parse(&cmd, argc, argv, stdout, stderr);
+  int status = bk_cli_parse_options(PROG, ACSM_DESCRIPTION, opts,
+                                    sizeof opts / sizeof opts[0], argc, argv);
   if (status != BK_CLI_CONTINUE) return status;
 #ifndef BK_HAVE_KBF
   for (size_t i = 0; i < o.n_structures; i++)
@@ -400,7 +379,5 @@ int bk_cli_kbf_acsm(int argc, char **argv) {
                                 "without the kBF component");
 #endif
   if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
-  status = run(&o);
-  status = bk_cli_flush_output(PROG, status, stdout, stderr);
-  return status;
+  return bk_cli_flush_output(PROG, run(&o), stdout, stderr);
 }

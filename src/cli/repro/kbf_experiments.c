@@ -833,23 +833,19 @@ int bk_cli_kbf_experiments(int argc, char **argv) {
                     "DIR too unless --out says otherwise)",
                     .default_text = "no pictures"),
   };
-  const bk_cli_command cmd = {
-      .prog = PROG,
-      .description =
-          "The kBF paper's Figs. 2-5, 7-14, 17-18 on its "
-          "workload (GEV key sizes, 3000 generalized-Pareto "
-          "values).\n\n"
-          "  bloomkit kbf-experiments --acsm [options]       TCP flow state "
-          "in an sBF\n"
-          "      and a kBF, Figs. 24-25 (`--acsm --help` lists its "
-          "options)\n"
-          "  bloomkit kbf-experiments --memcached [options]  the kBF "
-          "against a real\n"
-          "      memcached, Figs. 15-16 (`--memcached --help`)\n",
-      .opts = opts,
-      .n_opts = sizeof opts / sizeof opts[0],
-  };
-  int status = bk_cli_parse(&cmd, argc, argv, stdout, stderr);
+  static const char description[] =
+      "The kBF paper's Figs. 2-5, 7-14, 17-18 on its "
+      "workload (GEV key sizes, 3000 generalized-Pareto "
+      "values).\n\n"
+      "  bloomkit kbf-experiments --acsm [options]       TCP flow state "
+      "in an sBF\n"
+      "      and a kBF, Figs. 24-25 (`--acsm --help` lists its "
+      "options)\n"
+      "  bloomkit kbf-experiments --memcached [options]  the kBF "
+      "against a real\n"
+      "      memcached, Figs. 15-16 (`--memcached --help`)\n";
+  int status = bk_cli_parse_options(PROG, description, opts,
+                                    sizeof opts / sizeof opts[0], argc, argv);
   if (status != BK_CLI_CONTINUE) return status;
   if (o.plot_dir) {
     if (bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;

@@ -743,27 +743,15 @@ static double ratio(double a, double b) {
   return b > 0 ? a / b : 0.0;
 }
 
-/* DIR/name.csv for --plot (NULL path: no --plot). */
+/* DIR/name.csv for --plot. */
 static FILE *plot_csv(const options *o, const char *name, char **path) {
-  *path = NULL;
-  if (!o->plot_dir) return NULL;
-  size_t len = strlen(o->plot_dir) + strlen(name) + sizeof "/.csv";
-  *path = malloc(len);
-  if (!*path) return NULL;
-  snprintf(*path, len, "%s/%s.csv", o->plot_dir, name);
-  FILE *f = fopen(*path, "w");
-  if (!f) {
-    fprintf(stderr, PROG ": cannot write %s: %s\n", *path, strerror(errno));
-    free(*path);
-    *path = NULL;
-  }
-  return f;
+  return bk_plot_open_csv(PROG, o->plot_dir, name, path, stderr);
 }
 
-static int plot_fig15(const options *o, char *path) {
+/* Close Fig. 15's data f (at path, freed) and draw it. */
+static int plot_fig15(const options *o, FILE *f, char *path) {
   bk_plot_figure fig = {
       .name = "kbf_fig15",
-      .csv = path,
       .title = "Fig. 15: time to insert and query n pairs, memcached vs kBF",
       .x = "pairs",
       .xlabel = "k-v pairs",
@@ -783,13 +771,13 @@ static int plot_fig15(const options *o, char *path) {
                   "memcached-pipelined"},
                  {"query_s", "kBF query", false, "system", "kbf"}},
   };
-  return bk_plot_draw(o->plot_dir, &fig, stderr);
+  return bk_plot_close_and_draw(PROG, o->plot_dir, f, path, &fig, 1, stderr);
 }
 
-static int plot_fig16(const options *o, char *path) {
+/* Close Fig. 16's data f (at path, freed) and draw it. */
+static int plot_fig16(const options *o, FILE *f, char *path) {
   bk_plot_figure fig = {
       .name = "kbf_fig16",
-      .csv = path,
       .title = "Fig. 16: memory for the pairs a full memcached holds",
       .x = "limit",
       .xlabel = "memcached -m",
@@ -802,7 +790,7 @@ static int plot_fig16(const options *o, char *path) {
                  {"kbf_skbf_mib", "kBF secondary (s-kBF)"},
                  {"kbf_values_mib", "kBF value table"}},
   };
-  return bk_plot_draw(o->plot_dir, &fig, stderr);
+  return bk_plot_close_and_draw(PROG, o->plot_dir, f, path, &fig, 1, stderr);
 }
 
 static int run(const options *o) {
@@ -880,9 +868,10 @@ static int run(const options *o) {
     }
   }
   if (f15) {
-    int bad = fclose(f15) != 0;
+    int bad = plot_fig15(o, f15, p15);
     f15 = NULL;
-    if (bad || plot_fig15(o, p15)) goto done;
+    p15 = NULL;
+    if (bad) goto done;
   }
   if (!o->no_memory) {
     if (o->plot_dir) {
@@ -929,9 +918,10 @@ static int run(const options *o) {
     }
   }
   if (f16) {
-    int bad = fclose(f16) != 0;
+    int bad = plot_fig16(o, f16, p16);
     f16 = NULL;
-    if (bad || plot_fig16(o, p16)) goto done;
+    p16 = NULL;
+    if (bad) goto done;
   }
   status = 0;
 #endif
@@ -987,13 +977,8 @@ int bk_cli_kbf_memcached(int argc, char **argv) {
                     "also write DIR/kbf_fig15 and kbf_fig16 (.csv, .png)",
                     .default_text = "no pictures"),
   };
-  const bk_cli_command cmd = {
-      .prog = PROG,
-      .description = MEMCACHED_DESCRIPTION,
-      .opts = opts,
-      .n_opts = sizeof opts / sizeof opts[0],
-  };
-  int status = bk_cli_parse(&cmd, argc, argv, stdout, stderr);
+  int status = bk_cli_parse_options(PROG, MEMCACHED_DESCRIPTION, opts,
+                                    sizeof opts / sizeof opts[0], argc, argv);
   if (status != BK_CLI_CONTINUE) return status;
   for (size_t i = 0; i < o.n_pairs; i++)
     if (o.pairs[i] != floor(o.pairs[i]))
@@ -1004,7 +989,5 @@ int bk_cli_kbf_memcached(int argc, char **argv) {
       return bk_cli_usage_error(
           stderr, PROG, "--limits: '%g' is not a whole number", o.limits[i]);
   if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
-  status = run(&o);
-  status = bk_cli_flush_output(PROG, status, stdout, stderr);
-  return status;
+  return bk_cli_flush_output(PROG, run(&o), stdout, stderr);
 }

@@ -581,35 +581,18 @@ static void print_table(void) {
 /* ---- figures
  * ----------------------------------------------------------------- */
 
-/* DIR/FILE created for writing, its path (malloc'd) in *path; NULL when
- * it cannot be (said on stderr, but for out of memory), nothing to free. */
-static FILE *create_in_dir(const char *dir, const char *file, char **path) {
-  size_t n = strlen(dir) + strlen(file) + 2;
-  *path = malloc(n);
-  if (!*path) return NULL;
-  snprintf(*path, n, "%s/%s", dir, file);
-  FILE *f = fopen(*path, "w");
-  if (!f) {
-    fprintf(stderr, PROG ": cannot write %s\n", *path);
-    free(*path);
-    *path = NULL;
-  }
-  return f;
-}
-
 static int plot_distance(const options *o, const result *r) {
   char *path;
-  FILE *f = create_in_dir(o->plot_dir, "clocks_distance.csv", &path);
+  FILE *f =
+      bk_plot_open_csv(PROG, o->plot_dir, "clocks_distance", &path, stderr);
   if (!f) return 1;
   fprintf(f,
           "# %s: p=%" PRIu64 " m=%" PRIu64 " k=%u topology=%s seed=%" PRIu64
           "\n" DIST_HEADER "\n",
           PROG, r->p, r->m, r->k, topology_names[o->topo], o->seed);
   print_dist(f, r);
-  fclose(f);
   bk_plot_figure fig = {
       .name = "clocks_distance",
-      .csv = path,
       .title = "Bloom clock: positives against the distance from y to z",
       .x = "distance_hi",
       .xlabel = "events z has seen that y has not (bucket upper end)",
@@ -631,24 +614,18 @@ static int plot_distance(const options *o, const result *r) {
                  {.column = "model_u_events",
                   .title = "Bloom-filter model, y u events ahead"}},
   };
-  int status = bk_plot_draw(o->plot_dir, &fig, stderr);
-  free(path);
-  return status;
+  return bk_plot_close_and_draw(PROG, o->plot_dir, f, path, &fig, 1, stderr);
 }
 
 static int plot_sweep(const options *o, const char *name, const char *x,
                       const char *xlabel, const char *title,
                       const char *csv_text) {
-  char file[64];
-  snprintf(file, sizeof file, "%s.csv", name);
   char *path;
-  FILE *f = create_in_dir(o->plot_dir, file, &path);
+  FILE *f = bk_plot_open_csv(PROG, o->plot_dir, name, &path, stderr);
   if (!f) return 1;
   fputs(csv_text, f);
-  fclose(f);
   bk_plot_figure fig = {
       .name = name,
-      .csv = path,
       .title = title,
       .x = x,
       .xlabel = xlabel,
@@ -662,9 +639,7 @@ static int plot_sweep(const options *o, const char *name, const char *x,
                  {.column = "one_minus_precision",
                   .title = "measured 1 - precision"}},
   };
-  int status = bk_plot_draw(o->plot_dir, &fig, stderr);
-  free(path);
-  return status;
+  return bk_plot_close_and_draw(PROG, o->plot_dir, f, path, &fig, 1, stderr);
 }
 
 /* ---- the command
@@ -751,13 +726,8 @@ static int sim_clocks(int argc, char **argv) {
                          "one run per process count (m, k from the params "
                          "for each unless given)"),
   };
-  const bk_cli_command cmd = {
-      .prog = PROG,
-      .description = SIM_DESCRIPTION,
-      .opts = opts,
-      .n_opts = sizeof opts / sizeof opts[0],
-  };
-  int status = bk_cli_parse(&cmd, argc, argv, stdout, stderr);
+  int status = bk_cli_parse_options(PROG, SIM_DESCRIPTION, opts,
+                                    sizeof opts / sizeof opts[0], argc, argv);
   if (status != BK_CLI_CONTINUE) return status;
   if (o.table) {
     print_table();

@@ -796,14 +796,8 @@ static int plot_fig67(const options *o, const stream *s,
       fprintf(f, ",%lld", (long long)traces[i].sums[j]);
     fputc('\n', f);
   }
-  int status = 0;
-  if (fclose(f) != 0) {
-    fprintf(stderr, PROG ": cannot write %s\n", path);
-    status = 1;
-  }
   bk_plot_figure fig = {
       .name = "fig6_7",
-      .csv = path,
       .title =
           "Fig. 6.7: counter value over time, with and without "
           "duplicate filtering",
@@ -820,9 +814,7 @@ static int plot_fig67(const options *o, const stream *s,
     fig.series[fig.n_series++] =
         (bk_plot_series){.column = name, .title = name};
   }
-  if (!status) status = bk_plot_draw(o->plot_dir, &fig, stderr);
-  free(path);
-  return status;
+  return bk_plot_close_and_draw(PROG, o->plot_dir, f, path, &fig, 1, stderr);
 }
 
 static int run_once(const options *o, const filter_shape *shape) {
@@ -1224,8 +1216,7 @@ static int sim_counters(int argc, char **argv) {
       (status = check_tables(&o, &fs)))
     return status;
   status = o.sweep ? sweep_and_plot(&o, &fs) : run_once(&o, &fs);
-  status = bk_cli_flush_output(PROG, status, stdout, stderr);
-  return status;
+  return bk_cli_flush_output(PROG, status, stdout, stderr);
 }
 
 /* ---- `bloomkit sim` ------------------------------------------------------ */

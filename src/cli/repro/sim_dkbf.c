@@ -99,17 +99,10 @@ static FILE *open_csv(const options *o, const char *name, char **path) {
   return bk_plot_open_csv(PROG, o->plot_dir, name, path, stderr);
 }
 
+/* Close DIR/NAME.csv and draw fig from it (path freed). */
 static int close_and_draw(FILE *f, char *path, const options *o,
                           bk_plot_figure *fig) {
-  int status = 0;
-  if (fclose(f) != 0) {
-    fprintf(stderr, PROG ": cannot write %s\n", path);
-    status = 1;
-  }
-  fig->csv = path;
-  if (!status) status = bk_plot_draw(o->plot_dir, fig, stderr);
-  free(path);
-  return status;
+  return bk_plot_close_and_draw(PROG, o->plot_dir, f, path, fig, 1, stderr);
 }
 
 static int plot_detail(const options *o, uint64_t show, const uint64_t *before,
@@ -487,13 +480,8 @@ int bk_cli_sim_dkbf(int argc, char **argv) {
                     "with gnuplot",
                     .default_text = "no pictures"),
   };
-  const bk_cli_command cmd = {
-      .prog = PROG,
-      .description = DKBF_DESCRIPTION,
-      .opts = opts,
-      .n_opts = sizeof opts / sizeof opts[0],
-  };
-  int status = bk_cli_parse(&cmd, argc, argv, stdout, stderr);
+  int status = bk_cli_parse_options(PROG, DKBF_DESCRIPTION, opts,
+                                    sizeof opts / sizeof opts[0], argc, argv);
   if (status != BK_CLI_CONTINUE) return status;
   if ((uint64_t)o.servers * o.slabs_per_server > BK_DKBF_MAX_SLABS)
     return bk_cli_usage_error(stderr, PROG,
@@ -506,7 +494,5 @@ int bk_cli_sim_dkbf(int argc, char **argv) {
         stderr, PROG, "--show %llu: there are only %llu settings",
         (unsigned long long)o.show, (unsigned long long)o.settings);
   if (o.plot_dir && bk_plot_prepare(PROG, o.plot_dir, stderr)) return 1;
-  status = run(&o);
-  status = bk_cli_flush_output(PROG, status, stdout, stderr);
-  return status;
+  return bk_cli_flush_output(PROG, run(&o), stdout, stderr);
 }
