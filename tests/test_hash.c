@@ -479,7 +479,8 @@ static void test_indices_known_answers(void **state) {
  * through src/core/hash_fast.h and the inline path uses). Expected values:
  * printed by the code before the step was gathered into one definition
  * (bloomkit 0.2.0~dev1, main at b8c90e0), where bloom.h, bloom.c (three times),
- * fbf.c, cbf.c and hash_inline.h each wrote it out; saved filters pin them, so
+ * fbf.c, cbf.c and the since-removed src/core/hash_inline.h each used to
+ * write it out; saved filters pin them, so
  * they must never change. The digests are pi's hex digits; #6 wraps a at once
  * and has step mix64(0); #7 (from main's library, b8c90e0) has a range near
  * 2^64, where a step off by one changes the positions (small ranges hide it).
