@@ -59,9 +59,8 @@ bk_status bk_bloomclock_serialized_size(const bk_bloomclock *c, size_t *out) {
 bk_status bk_bloomclock_serialize(const bk_bloomclock *c, void *buf, size_t cap,
                                   size_t *written) {
   size_t need;
-  BK_RETURN_IF(!buf || !written, BK_EINVAL);
-  BK_TRY(bk_bloomclock_serialized_size(c, &need));
-  BK_RETURN_IF(cap < need, BK_EINVAL);
+  BK__SERIALIZE_OPEN(bk_bloomclock_serialized_size(c, &need), need, buf, cap,
+                     written);
   unsigned char *p = buf;
   const size_t payload = payload_bytes(c->m, c->width);
   bk__format_write_prefix(p, BC_VERSION, BK__TYPE_BLOOMCLOCK, BC_HEADER_LEN,

@@ -39,9 +39,8 @@ bk_status bk_vclock_serialized_size(const bk_vclock *v, size_t *out) {
 bk_status bk_vclock_serialize(const bk_vclock *v, void *buf, size_t cap,
                               size_t *written) {
   size_t need;
-  BK_RETURN_IF(!buf || !written, BK_EINVAL);
-  BK_TRY(bk_vclock_serialized_size(v, &need));
-  BK_RETURN_IF(cap < need, BK_EINVAL);
+  BK__SERIALIZE_OPEN(bk_vclock_serialized_size(v, &need), need, buf, cap,
+                     written);
   unsigned char *p = buf;
   const size_t payload = payload_bytes(v->processes);
   bk__format_write_prefix(p, VC_VERSION, BK__TYPE_VCLOCK, VC_HEADER_LEN,

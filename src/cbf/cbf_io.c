@@ -32,9 +32,7 @@ bk_status bk_cbf_serialized_size(const bk_cbf *f, size_t *out) {
 bk_status bk_cbf_serialize(const bk_cbf *f, void *buf, size_t cap,
                            size_t *written) {
   size_t need;
-  BK_RETURN_IF(!buf || !written, BK_EINVAL);
-  BK_TRY(bk_cbf_serialized_size(f, &need));
-  BK_RETURN_IF(cap < need, BK_EINVAL);
+  BK__SERIALIZE_OPEN(bk_cbf_serialized_size(f, &need), need, buf, cap, written);
   unsigned char *p = buf;
   const uint64_t payload = f->n_blocks * BK__CBF_BLOCK_BYTES;
   bk__format_write_prefix(p, CBF_VERSION, BK__TYPE_CBF, CBF_HEADER_LEN,

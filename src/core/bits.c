@@ -157,9 +157,8 @@ bk_status bk_bits_serialized_size(const bk_bits *bits, size_t *out) {
 bk_status bk_bits_serialize(const bk_bits *bits, void *buf, size_t cap,
                             size_t *written) {
   size_t need;
-  BK_RETURN_IF(!buf || !written, BK_EINVAL);
-  BK_TRY(bk_bits_serialized_size(bits, &need));
-  BK_RETURN_IF(cap < need, BK_EINVAL);
+  BK__SERIALIZE_OPEN(bk_bits_serialized_size(bits, &need), need, buf, cap,
+                     written);
   unsigned char *p = buf;
   uint64_t payload = bits->n_words * 8;
   bk__format_write_prefix(p, BITS_VERSION, BK__TYPE_BITS, BITS_HEADER_LEN,

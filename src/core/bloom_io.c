@@ -31,9 +31,8 @@ bk_status bk_bloom_serialized_size(const bk_bloom *b, size_t *out) {
 bk_status bk_bloom_serialize(const bk_bloom *b, void *buf, size_t cap,
                              size_t *written) {
   size_t need;
-  BK_RETURN_IF(!buf || !written, BK_EINVAL);
-  BK_TRY(bk_bloom_serialized_size(b, &need));
-  BK_RETURN_IF(cap < need, BK_EINVAL);
+  BK__SERIALIZE_OPEN(bk_bloom_serialized_size(b, &need), need, buf, cap,
+                     written);
   unsigned char *p = buf;
   bk__format_write_prefix(p, BLOOM_VERSION, BK__TYPE_BLOOM, BLOOM_HEADER_LEN,
                           b->bits.n_words * 8);

@@ -277,9 +277,8 @@ bk_status bk_counters_serialized_size(const bk_counters *c, size_t *out) {
 bk_status bk_counters_serialize(const bk_counters *c, void *buf, size_t cap,
                                 size_t *written) {
   size_t need;
-  BK_RETURN_IF(!buf || !written, BK_EINVAL);
-  BK_TRY(bk_counters_serialized_size(c, &need));
-  BK_RETURN_IF(cap < need, BK_EINVAL);
+  BK__SERIALIZE_OPEN(bk_counters_serialized_size(c, &need), need, buf, cap,
+                     written);
   unsigned char *p = buf;
   bk__format_write_prefix(p, COUNTERS_VERSION, BK__TYPE_COUNTERS,
                           COUNTERS_HEADER_LEN, c->n_words * 8);

@@ -160,6 +160,15 @@ enum {
 BK_API void bk__format_write_prefix(unsigned char *p, uint16_t version,
                                     uint16_t type, uint32_t header_len,
                                     uint64_t payload_len);
+/* The opening every serializer shares: its output arguments checked,
+ * `need` computed by the type's serialized_size call `size_call`, and the
+ * buffer checked to hold that many bytes. Returns BK_EINVAL otherwise. */
+#define BK__SERIALIZE_OPEN(size_call, need, buf, cap, written) \
+  do {                                                         \
+    BK_RETURN_IF(!(buf) || !(written), BK_EINVAL);             \
+    BK_TRY(size_call);                                         \
+    BK_RETURN_IF((cap) < (need), BK_EINVAL);                   \
+  } while (0)
 /* Appends the checksum of p[0, body_len) at p + body_len. */
 BK_API void bk__format_write_trailer(unsigned char *p, size_t body_len);
 

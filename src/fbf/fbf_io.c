@@ -50,9 +50,7 @@ bk_status bk_fbf_serialized_size(const bk_fbf *f, size_t *out) {
 bk_status bk_fbf_serialize(const bk_fbf *f, void *buf, size_t cap,
                            size_t *written) {
   size_t need;
-  BK_RETURN_IF(!buf || !written, BK_EINVAL);
-  BK_TRY(bk_fbf_serialized_size(f, &need));
-  BK_RETURN_IF(cap < need, BK_EINVAL);
+  BK__SERIALIZE_OPEN(bk_fbf_serialized_size(f, &need), need, buf, cap, written);
   bk_fbf *mf = (bk_fbf *)f; /* the mutex only */
   pthread_mutex_lock(&mf->mu);
   unsigned char *p = buf;

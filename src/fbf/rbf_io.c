@@ -62,9 +62,7 @@ bk_status bk_rbf_serialized_size(const bk_rbf *r, size_t *out) {
 bk_status bk_rbf_serialize(const bk_rbf *r, void *buf, size_t cap,
                            size_t *written) {
   size_t need, bloom_written;
-  BK_RETURN_IF(!buf || !written, BK_EINVAL);
-  BK_TRY(bk_rbf_serialized_size(r, &need));
-  BK_RETURN_IF(cap < need, BK_EINVAL);
+  BK__SERIALIZE_OPEN(bk_rbf_serialized_size(r, &need), need, buf, cap, written);
   unsigned char *p = buf;
   BK_TRY(bk_bloom_serialize(r->bloom, p + RBF_HEADER_LEN,
                             need - RBF_HEADER_LEN - BK__TRAILER_SIZE,

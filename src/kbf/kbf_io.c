@@ -50,9 +50,7 @@ static unsigned char *store_cells(const bk_kbf *f, const bk__kbf_cells *c,
 bk_status bk_kbf_serialize(const bk_kbf *f, void *buf, size_t cap,
                            size_t *written) {
   size_t need;
-  BK_RETURN_IF(!buf || !written, BK_EINVAL);
-  BK_TRY(bk_kbf_serialized_size(f, &need));
-  BK_RETURN_IF(cap < need, BK_EINVAL);
+  BK__SERIALIZE_OPEN(bk_kbf_serialized_size(f, &need), need, buf, cap, written);
   unsigned char *p = buf;
   const size_t payload = payload_bytes(f);
   bk__format_write_prefix(p, KBF_VERSION, BK__TYPE_KBF, KBF_HEADER_LEN,
