@@ -231,12 +231,12 @@ BK_API bk_status bk_fbf_estimated_fpp(const bk_fbf *f, bk_fbf_check check,
  * oldest, the oldest alone; the structure of bk_fbf_estimated_fpp,
  * docs/design/fbf.md 5.5). It treats the pairs as independent; overlapping
  * pairs are positively correlated, so measured rates run 3-6 % below it
- * (tests/test_fbf_adapt.c). bk_fbf_filter_fpp_for returns the largest filter_fpp
- * (within 0.1 %) whose steady rate is at most `fpp`: configure that as
- * bk_fbf_config.fpp to make `fpp` the rate the optimized check answers
- * with. Errors: BK_EINVAL (NULL out, capacity 0 or 2^62 and above, n_past 0
- * or above 62, a rate outside (0, 1); for _for, a rate no filter of at most
- * 2^40 bits reaches).
+ * (tests/test_fbf_adapt.c). bk_fbf_filter_fpp_for returns the largest
+ * filter_fpp (within 0.1 %) whose steady rate is at most `fpp`: configure
+ * that as bk_fbf_config.fpp to make `fpp` the rate the optimized check
+ * answers with. Errors: BK_EINVAL (NULL out, capacity 0 or 2^62 and
+ * above, n_past 0 or above 62, a rate outside (0, 1); for _for, a rate no
+ * filter of at most 2^40 bits reaches).
  */
 BK_API bk_status bk_fbf_steady_fpp(uint64_t capacity, unsigned n_past,
                                    double filter_fpp, double *out);
