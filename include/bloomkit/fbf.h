@@ -4,7 +4,7 @@
  * "Idempotent Distributed Counters Using a Forgetful Bloom Filter"; the FBF
  * thesis, chapters 3 and 4). It remembers the recent past and forgets the
  * old: one future, one present and N >= 1 past Bloom filters of equal m and
- * k. An insert of an absent element goes into future and present; every
+ * k. An element added goes into future and present; every
  * refresh period t the oldest past filter is dropped, the others age by one
  * place and an empty future is added. An element inserted at time s is
  * remembered at least until s + (N+1) t and at most until s + (N+2) t.
@@ -111,8 +111,11 @@ BK_API bk_status bk_fbf_hash(const bk_fbf *f, const void *key, size_t len,
                              bk_hash *out);
 
 /**
- * Insert an element (thesis Algorithm 1): when the check does not find it,
- * it goes into the future and present filters. Errors: BK_EINVAL.
+ * Insert an element: it goes into the future and present filters unless it
+ * is in both already, so it is remembered from now for the whole window.
+ * (The thesis' Algorithm 1 skips any element the check finds, which forgets
+ * an element that was a false positive of older filters early:
+ * docs/design/fbf.md 5.7.) Errors: BK_EINVAL.
  */
 BK_API bk_status bk_fbf_add(bk_fbf *f, const void *key, size_t len);
 BK_API bk_status bk_fbf_add_hash(bk_fbf *f, bk_hash h);
