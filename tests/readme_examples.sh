@@ -61,5 +61,7 @@ for path in "$root"/examples/*.c; do
   fi
 done
 
-[ "$status" = 0 ] && echo "README.md shows $(echo $files | wc -w) example(s) as they are"
+if [ "$status" = 0 ]; then
+  echo "README.md shows $(printf "%s\n" "$files" | wc -l) example(s) as they are"
+fi
 exit "$status"
