@@ -947,7 +947,7 @@ static int plot_compare(const char *dir, const row *rows, size_t n) {
           "column('fpr'))",
       .key = "outside top center horizontal",
       .width = 1280,
-      .height = 760,
+      .height = 820,
       /* Labels at 45 degrees; the margins hold the longest of them. */
       .settings =
           "set xtics rotate by 45 right\nset lmargin 22\n"
