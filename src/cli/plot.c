@@ -109,7 +109,8 @@ static char *join(const char *dir, const char *name, const char *ext) {
 
 static int write_script(FILE *f, const bk_plot_figure *fig, const char *png) {
   fputs("# Written by bloomkit; run `gnuplot THIS_FILE` to redraw.\n", f);
-  fputs("set terminal pngcairo size 960,600 enhanced font 'sans,11'\n", f);
+  fprintf(f, "set terminal pngcairo size %u,%u enhanced font 'sans,11'\n",
+          fig->width ? fig->width : 960, fig->height ? fig->height : 600);
   fputs("set output ", f);
   put_quoted(f, png);
   fputs("\nset datafile separator ','\nset datafile commentschars '#'\n", f);
@@ -125,7 +126,12 @@ static int write_script(FILE *f, const bk_plot_figure *fig, const char *png) {
   fprintf(f, "set key %s Left reverse box opaque noenhanced\n",
           fig->key ? fig->key : "top left");
   if (fig->logx) fputs("set logscale x\n", f);
-  if (fig->logy) fputs("set logscale y\nset format y '10^{%L}'\n", f);
+  if (fig->logy) fputs("set logscale y\n", f);
+  if (fig->yformat || fig->logy) {
+    fputs("set format y ", f);
+    put_quoted(f, fig->yformat ? fig->yformat : "10^{%L}");
+    fputc('\n', f);
+  }
   bool zero_at = fig->logy && fig->zero_at > 0.0;
   if (zero_at) {
     fprintf(f,
@@ -155,23 +161,31 @@ static int write_script(FILE *f, const bk_plot_figure *fig, const char *png) {
     fputs(
         "set style data histogram\nset style histogram clustered gap 1\n"
         "set style fill solid 0.85 border -1\nset boxwidth 0.9\n"
-        "set xtics rotate by 25 right noenhanced nomirror\nset grid noxtics\n"
-        "set yrange [0:*]\n",
+        "set xtics rotate by 25 right noenhanced nomirror\nset grid noxtics\n",
         f);
+    if (!fig->logy) fputs("set yrange [0:*]\n", f);
+    if (fig->settings) fprintf(f, "%s\n", fig->settings);
     fputs("plot ", f);
     for (unsigned i = 0; i < fig->n_series; i++) {
       if (i) fputs(", \\\n     ", f);
       put_quoted(f, fig->csv);
       fputs(" using (column(", f);
       put_quoted(f, fig->series[i].column);
-      fputs(")):xtic(strcol(", f);
-      put_quoted(f, fig->x);
-      fputs(")) title ", f);
+      fputs(")):xtic(", f);
+      if (fig->histogram_label) {
+        fputs(fig->histogram_label, f);
+      } else {
+        fputs("strcol(", f);
+        put_quoted(f, fig->x);
+        fputc(')', f);
+      }
+      fputs(") title ", f);
       put_quoted(f, fig->series[i].title);
     }
     fputc('\n', f);
     return ferror(f) ? 1 : 0;
   }
+  if (fig->settings) fprintf(f, "%s\n", fig->settings);
   fputs("plot ", f);
   for (unsigned i = 0; i < fig->n_series; i++) {
     const bk_plot_series *s = &fig->series[i];

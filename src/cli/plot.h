@@ -50,7 +50,17 @@ typedef struct bk_plot_figure {
   /* Clustered bars, one cluster per row, labelled by the x column (text);
    * rows with an empty y are a missing bar. */
   bool histogram;
-  const char *key; /* legend placement (gnuplot words), NULL: top left */
+  /* A histogram's cluster label: a gnuplot string expression over the row,
+   * e.g. sprintf("%s\n%g", strcol('name'), column('v')); NULL: the x
+   * column's text. A log y axis on a histogram starts where the data
+   * does (bars rise from its bottom). */
+  const char *histogram_label;
+  const char *key;        /* legend placement (gnuplot words), NULL: top left */
+  const char *yformat;    /* y tic format; NULL: 10^{n} on a log axis */
+  unsigned width, height; /* pixels; 0: 960 x 600 */
+  /* gnuplot commands written just before `plot`, one a line, for what
+   * the fields above do not say (margins, tic angles); NULL: none. */
+  const char *settings;
   unsigned n_series;
   bk_plot_series series[BK_PLOT_MAX_SERIES];
 } bk_plot_figure;

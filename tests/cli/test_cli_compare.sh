@@ -7,8 +7,10 @@
 # standard Bloom filter at 1 % over 10,000 absent lookups: sd 0.1 %, so
 # under 2 % is ten standard deviations of slack; the blocked layouts and
 # the FBF are sized differently but also stay under 2 %); a keys file with
-# repeated lines and CRLF endings is read as its distinct lines; --plot
-# writes compare.png when gnuplot is there. bits_per_key is memory * 8 /
+# repeated lines and CRLF endings is read as its distinct lines, and
+# stderr says how many are added and how many are the absent keys; --plot
+# writes compare.csv, .gp and .png when gnuplot is there, names each on
+# stderr, and draws ns on a log axis with each row's bits/key and fpp. bits_per_key is memory * 8 /
 # keys, so it includes the structure's fixed overhead (a few KiB).
 # Usage: test_cli_compare.sh path/to/bloomkit
 . "$(dirname "$0")/lib.sh"
@@ -61,6 +63,12 @@ i=0
 while [ $i -lt 3000 ]; do printf 'user:%d\r\nuser:%d\n' $i $i >>"$TMP/keys"; i=$((i + 1)); done
 "$BK" compare --keys-file "$TMP/keys" --only bloom-standard >"$TMP/out" 2>"$TMP/err" || fail "exit status $?"
 grep -q "^# 1500 keys added" "$TMP/out" || fail "3000 distinct lines: half added"
+# which lines are absent keys is said on stderr, not left to be guessed
+grep -qF "# keys-file $TMP/keys: 3000 distinct lines, the first 1500 added (present keys), the other 1500 the absent keys (half each without --keys)" "$TMP/err" || fail "no keys-file line on stderr"
+"$BK" compare --keys-file "$TMP/keys" --keys 2000 --only bloom-standard >"$TMP/out" 2>"$TMP/err" || fail "exit status $?"
+grep -qF "# keys-file $TMP/keys: 3000 distinct lines, the first 2000 added (present keys), the other 1000 the absent keys" "$TMP/err" || fail "--keys 2000: no keys-file line on stderr"
+grep -q "half each" "$TMP/err" && fail "--keys given: the line says half each"
+grep -q "^# 2000 keys added" "$TMP/out" || fail "--keys 2000 with a keys file"
 
 CASE="compare --bits-per-key"
 "$BK" compare --keys 20000 --bits-per-key 10 --only bloom-standard,cbf-standard --csv >"$TMP/csv" 2>"$TMP/err" || fail "exit status $?"
@@ -70,6 +78,15 @@ if command -v gnuplot >/dev/null 2>&1; then
   CASE="compare --plot"
   "$BK" compare --keys 3000 --only bloom-standard,cbf-standard --plot "$TMP/p" >/dev/null 2>"$TMP/err" || fail "exit status $?"
   is_png "$TMP/p/compare.png" || fail "no compare.png"
+  # every file written is named on stderr
+  for ext in csv gp png; do
+    [ -s "$TMP/p/compare.$ext" ] || fail "no compare.$ext"
+    grep -qxF "bloomkit compare: wrote $TMP/p/compare.$ext" "$TMP/err" || fail "stderr does not name compare.$ext"
+  done
+  # a log scale (the kBF's bars would squash the Bloom rows) and each
+  # row's bits/key and measured fpp in its label
+  grep -qx "set logscale y" "$TMP/p/compare.gp" || fail "y axis not logarithmic"
+  grep -qF "bits/key, fpp" "$TMP/p/compare.gp" || fail "labels lack bits/key and fpp"
 fi
 
 finish "all compare checks passed"
