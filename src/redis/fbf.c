@@ -2,8 +2,10 @@
 /*
  * The FBF data type of the Redis module: one Redis key holds a bk_fbf, a
  * Bloom filter whose items are forgotten after a window
- * (include/bloomkit/fbf.h). Commands: FBF.RESERVE, FBF.ADD, FBF.ADDAT,
- * FBF.EXISTS, FBF.MEXISTS, FBF.INFO, FBF.LOAD (docs/redis.md).
+ * (include/bloomkit/fbf.h), or, for a key created on first use or with
+ * GROW, a chain of them that grows with the load (fbf_key below). Commands:
+ * FBF.RESERVE, FBF.ADD, FBF.ADDAT, FBF.EXISTS, FBF.MEXISTS, FBF.INFO, FBF.LOAD
+ * (docs/redis.md).
  *
  * Shape: N = 5 past filters and a refresh period t = ceil(window / 6), so
  * (N + 1) t covers the window: an item is remembered at least `window` ms
@@ -35,6 +37,7 @@
 #include <string.h>
 
 #include "bloomkit/fbf.h"
+#include "bloomkit/hash.h"
 #include "bloomkit/params.h"
 
 /* (N + 1) refresh periods make one window. */
@@ -426,9 +429,10 @@ static bk_status fbf_advance(void *obj, uint64_t now) {
  *   "BKFBFKEY" | version 1 | flags (bit 0 adaptive) | window_ms
  *   | fpp x 2^64 | adds_unchecked | n_stages
  *   | per stage: capacity | rate x 2^64 | retired_at | blob length | blob
+ *   | XXH3-64 of every byte before it
  *
- * Each blob carries its own checksum; the fields around them are checked
- * for range on load.
+ * Each blob carries its own checksum too; the trailer covers the fields
+ * around them, which are also checked for range on load.
  */
 #define TRY(call)                   \
   do {                              \
@@ -440,6 +444,13 @@ static const char key_magic[8] = {'B', 'K', 'F', 'B', 'F', 'K', 'E', 'Y'};
 #define KEY_VERSION 1u
 #define KEY_HEADER_FIELDS 6u
 #define STAGE_FIELDS 4u
+#define TRAILER 8u
+
+static uint64_t checksum(const char *buf, size_t len) {
+  bk_hash h = {0, 0};
+  (void)bk_hash_bytes(BK_HASH_XXH3, 0, buf, len, &h); /* cannot fail */
+  return h.lo;
+}
 
 static void put_u64(char **p, uint64_t v) {
   for (int i = 0; i < 8; i++) (*p)[i] = (char)(v >> (8 * i));
@@ -458,7 +469,7 @@ static bool get_u64(const char **p, const char *end, uint64_t *v) {
 static bk_status fbf_serialized_size(const void *obj, size_t *size) {
   const fbf_key *key = obj;
   if (!key->grows) return bk_fbf_serialized_size(key->stage[0].filter, size);
-  size_t total = sizeof key_magic + 8 * KEY_HEADER_FIELDS;
+  size_t total = sizeof key_magic + 8 * KEY_HEADER_FIELDS + TRAILER;
   for (unsigned i = 0; i < key->n_stages; i++) {
     size_t one;
     TRY(bk_fbf_serialized_size(key->stage[i].filter, &one));
@@ -496,14 +507,22 @@ static bk_status fbf_serialize(const void *obj, void *buf, size_t cap,
     TRY(bk_fbf_serialize(s->filter, p, len, &one));
     p += one;
   }
+  put_u64(&p, checksum(buf, (size_t)(p - (char *)buf)));
   *written = (size_t)(p - (char *)buf);
   return BK_OK;
 }
 
 static void *chain_deserialize(const char *buf, size_t len, const char **why) {
-  const char *p = buf + sizeof key_magic, *end = buf + len;
-  uint64_t version, flags, window, fpp, unchecked, n;
+  const char *p = buf + sizeof key_magic, *end = buf + len - TRAILER;
+  uint64_t version, flags, window, fpp, unchecked, n, sum;
   *why = "not a growing FBF key";
+  if (len < sizeof key_magic + TRAILER) return NULL;
+  const char *trailer = end;
+  if (!get_u64(&trailer, buf + len, &sum) ||
+      sum != checksum(buf, len - TRAILER)) {
+    *why = "checksum mismatch";
+    return NULL;
+  }
   if (!get_u64(&p, end, &version) || version != KEY_VERSION ||
       !get_u64(&p, end, &flags) || flags > 1 || !get_u64(&p, end, &window) ||
       window < 1 || window > BK_RM_MAX_MS || !get_u64(&p, end, &fpp) ||
