@@ -2,8 +2,10 @@
 /*
  * The FBF data type of the Redis module: one Redis key holds a bk_fbf, a
  * Bloom filter whose items are forgotten after a window
- * (include/bloomkit/fbf.h). Commands: FBF.RESERVE, FBF.ADD, FBF.ADDAT,
- * FBF.EXISTS, FBF.MEXISTS, FBF.INFO, FBF.LOAD (docs/redis.md).
+ * (include/bloomkit/fbf.h), or, for a key created on first use or with
+ * GROW, a chain of them that grows with the load (fbf_key below). Commands:
+ * FBF.RESERVE, FBF.ADD, FBF.ADDAT, FBF.EXISTS, FBF.MEXISTS, FBF.INFO, FBF.LOAD
+ * (docs/redis.md).
  *
  * Shape: N = 5 past filters and a refresh period t = ceil(window / 6), so
  * (N + 1) t covers the window: an item is remembered at least `window` ms
@@ -30,10 +32,12 @@
  */
 #include "redis/rm.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "bloomkit/fbf.h"
+#include "bloomkit/hash.h"
 #include "bloomkit/params.h"
 
 /* (N + 1) refresh periods make one window. */
@@ -63,10 +67,10 @@ static double filter_rate_for(uint64_t c, double fpp) {
 
 static bk_rm_type fbf_desc; /* at the end, after the commands */
 
-/* FBF.RESERVE key capacity window_ms [FPP p] [ADAPTIVE] [AT now_ms]:
- * the parameters in the order RESERVE replicates them (type.c parses
- * them). */
-enum { P_CAPACITY, P_WINDOW, P_FPP, P_ADAPTIVE, N_PARAMS };
+/* FBF.RESERVE key capacity window_ms [FPP p] [ADAPTIVE] [GROW]
+ * [AT now_ms]: the parameters in the order RESERVE replicates them (type.c
+ * parses them). */
+enum { P_CAPACITY, P_WINDOW, P_FPP, P_ADAPTIVE, P_GROW, N_PARAMS };
 
 static const bk_rm_param_spec fbf_params[N_PARAMS] = {
     [P_CAPACITY] = {.name = "capacity",
@@ -84,20 +88,29 @@ static const bk_rm_param_spec fbf_params[N_PARAMS] = {
     [P_ADAPTIVE] = {.keyword = "ADAPTIVE",
                     .name = "ADAPTIVE",
                     .kind = BK_RM_FLAG},
+    [P_GROW] = {.keyword = "GROW", .name = "GROW", .kind = BK_RM_FLAG},
 };
 
-/* On first use (FBF.ADD of an empty key): the module's defaults. */
+/* RESERVE's values before its arguments: the module's defaults. */
 static void fbf_defaults(bk_rm_param *p) {
   p[P_CAPACITY].n = bk_rm_config.fbf_capacity;
   p[P_WINDOW].n = bk_rm_config.fbf_window;
   p[P_FPP].fpp = bk_rm_config.fpp;
   p[P_ADAPTIVE].n = 0;
+  p[P_GROW].n = 0;
 }
 
-static bk_status fbf_create(const bk_rm_param *p, uint64_t now, void **out) {
-  uint64_t capacity = p[P_CAPACITY].n, window = p[P_WINDOW].n;
-  double fpp = p[P_FPP].fpp;
-  bool adaptive = p[P_ADAPTIVE].n;
+/* On first use (FBF.ADD of an empty key): the defaults, growing from
+ * fbf_capacity (docs/redis.md "Keys created on first use"). */
+static void fbf_first_use(bk_rm_param *p) {
+  fbf_defaults(p);
+  p[P_GROW].n = 1;
+}
+
+/* One bk_fbf for `capacity` items per window, sized so that the whole
+ * filter's steady rate is `fpp`. */
+static bk_status stage_create(uint64_t capacity, uint64_t window, double fpp,
+                              bool adaptive, uint64_t now, bk_fbf **out) {
   uint64_t period = window / FBF_PERIODS + (window % FBF_PERIODS != 0);
   /* Items per period: capacity x t / window, rounded up (t is rounded up,
    * so for a window that is not a multiple of 6 ms a period holds a bit
@@ -119,7 +132,161 @@ static bk_status fbf_create(const bk_rm_param *p, uint64_t now, void **out) {
       .period_step = period / 10 ? period / 10 : 1,
       .allocator = &bk_rm_allocator,
   };
-  return bk_fbf_create((bk_fbf **)out, &cfg);
+  return bk_fbf_create(out, &cfg);
+}
+
+/*
+ * A key's value: one bk_fbf (RESERVE without GROW, exactly as before), or
+ * for GROW a chain of them of growing capacity, oldest first. Only the
+ * newest takes adds; when its own estimate of its false positive rate
+ * (bk_fbf_estimated_fpp, the shared-aware Eq. 4.3 Algorithm 3 uses) reaches
+ * the rate it was given, a new one of GROW_FACTOR times its capacity takes
+ * over and the old one is retired: it keeps answering until every id it
+ * holds is older than the window (retired_at + window), then is dropped.
+ * An id is so never forgotten inside its window.
+ *
+ * The FBF's adaptive mode cannot do this alone: it grows the number of
+ * filters (to at most 64) and shortens the period, never m, so a filter
+ * sized for 10^3 ids per window holds its rate up to about 10x that
+ * (window / 63 per filter instead of window / 6); 10^6 needs m itself
+ * 1000x larger.
+ *
+ * FPP budget: a check answers 1 when any live stage does, so the key's rate
+ * is at most the sum of the live stages' rates. Each new stage is given
+ * half of what the live ones leave of FPP (the first FPP / 2), so that sum
+ * stays below FPP however fast the load grows; a stage sized for
+ * GROW_MARGIN of its rate reaches it at about 1.2x its capacity.
+ */
+#define FBF_MAX_STAGES 16u
+#define GROW_FACTOR 4u
+#define GROW_MARGIN 0.8
+/* Adds to the newest stage between two looks at its estimate: a 256th of
+ * its capacity, so it overshoots its rate by at most that much load. */
+#define GROW_CHECK_SHARE 256u
+
+typedef struct fbf_stage {
+  bk_fbf *filter;
+  uint64_t capacity;   /* items per window it was sized for */
+  double rate;         /* its share of the key's FPP (a 2^-64 multiple) */
+  uint64_t retired_at; /* when it stopped taking adds; newest: 0 */
+} fbf_stage;
+
+typedef struct fbf_key {
+  bool grows;              /* GROW: a chain; else one stage, as before */
+  bool adaptive;           /* each stage's ADAPTIVE */
+  uint64_t window;         /* ms */
+  double fpp;              /* the key's target (a 2^-64 multiple) */
+  uint64_t adds_unchecked; /* adds to the newest since the last look */
+  unsigned n_stages;       /* >= 1; the last takes adds */
+  fbf_stage stage[FBF_MAX_STAGES];
+} fbf_key;
+
+/* Rates go on the wire as integers: p x 2^64, p in (0, 1). The value kept
+ * in memory is the one a load gives back, so a replica loading the key
+ * decides to grow exactly when the master does. */
+static uint64_t rate_to_wire(double p) {
+  double x = ldexp(p, 64);
+  return x >= 18446744073709551615.0 ? UINT64_MAX : x < 1 ? 1 : (uint64_t)x;
+}
+static double rate_of_wire(uint64_t w) {
+  return ldexp((double)w, -64);
+}
+static double rate_rounded(double p) {
+  return rate_of_wire(rate_to_wire(p));
+}
+
+static fbf_stage *newest(const fbf_key *key) {
+  return (fbf_stage *)&key->stage[key->n_stages - 1];
+}
+
+static void key_destroy(fbf_key *key) {
+  if (!key) return;
+  for (unsigned i = 0; i < key->n_stages; i++)
+    bk_fbf_destroy(key->stage[i].filter);
+  RedisModule_Free(key);
+}
+
+static fbf_key *key_alloc(void) {
+  fbf_key *key = RedisModule_TryAlloc(sizeof *key);
+  if (key) memset(key, 0, sizeof *key);
+  return key;
+}
+
+static bk_status fbf_create(const bk_rm_param *p, uint64_t now, void **out) {
+  bool grows = p[P_GROW].n, adaptive = p[P_ADAPTIVE].n;
+  /* A growing key's stages are each sized by the load they see; Algorithm
+   * 3 resizing one of them would move its rate from under the chain. */
+  if (grows && adaptive) return BK_EINVAL;
+  fbf_key *key = key_alloc();
+  if (!key) return BK_ENOMEM;
+  key->grows = grows;
+  key->adaptive = adaptive;
+  key->window = p[P_WINDOW].n;
+  key->fpp = grows ? rate_rounded(p[P_FPP].fpp) : p[P_FPP].fpp;
+  fbf_stage *s = &key->stage[0];
+  s->capacity = p[P_CAPACITY].n;
+  s->rate = grows ? rate_rounded(key->fpp / 2) : key->fpp;
+  bk_status st = stage_create(s->capacity, key->window,
+                              grows ? GROW_MARGIN * s->rate : s->rate, adaptive,
+                              now, &s->filter);
+  if (st != BK_OK) {
+    RedisModule_Free(key);
+    return st;
+  }
+  key->n_stages = 1;
+  *out = key;
+  return BK_OK;
+}
+
+/* A new newest stage when the newest has reached its rate. A stage that
+ * cannot be made (the chain's or capacity's end, memory) leaves the newest
+ * taking adds past its rate, as a RESERVE'd filter does past capacity. */
+static void maybe_grow(fbf_key *key, uint64_t now) {
+  fbf_stage *last = newest(key);
+  uint64_t every = last->capacity / GROW_CHECK_SHARE;
+  if (++key->adds_unchecked < (every ? every : 1)) return;
+  key->adds_unchecked = 0;
+  double est = 0, live = 0;
+  if (bk_fbf_estimated_fpp(last->filter, BK_FBF_CHECK_DEFAULT, &est) != BK_OK ||
+      est < last->rate)
+    return;
+  if (key->n_stages == FBF_MAX_STAGES ||
+      last->capacity > BK_RM_MAX_CAPACITY / GROW_FACTOR)
+    return;
+  for (unsigned i = 0; i < key->n_stages; i++) live += key->stage[i].rate;
+  fbf_stage next = {.capacity = last->capacity * GROW_FACTOR,
+                    .rate = rate_rounded((key->fpp - live) / 2)};
+  if (!(next.rate > 0) ||
+      stage_create(next.capacity, key->window, GROW_MARGIN * next.rate, false,
+                   now, &next.filter) != BK_OK)
+    return;
+  last->retired_at = now;
+  key->stage[key->n_stages++] = next;
+}
+
+static bool key_contains(const fbf_key *key, const char *item, size_t len) {
+  for (unsigned i = key->n_stages; i-- > 0;) {
+    bool found = false;
+    if (bk_fbf_contains(key->stage[i].filter, item, len, &found) == BK_OK &&
+        found)
+      return true;
+  }
+  return false;
+}
+
+/* 1 when item was absent from every stage and is now in the newest. */
+static bool key_add(fbf_key *key, const char *item, size_t len, uint64_t now) {
+  for (unsigned i = 0; i + 1 < key->n_stages; i++) {
+    bool found = false;
+    if (bk_fbf_contains(key->stage[i].filter, item, len, &found) == BK_OK &&
+        found)
+      return false;
+  }
+  bool added = false;
+  if (bk_fbf_add_if_absent(newest(key)->filter, item, len, &added) != BK_OK)
+    return false;
+  if (added && key->grows) maybe_grow(key, now);
+  return added;
 }
 
 /* FBF.ADD key item [item ...]
@@ -141,9 +308,7 @@ static int add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
   for (int i = first; i < argc; i++) {
     size_t len;
     const char *item = RedisModule_StringPtrLen(argv[i], &len);
-    bool added = false;
-    bk_status s = bk_fbf_add_if_absent(v->obj, item, len, &added);
-    RedisModule_ReplyWithLongLong(ctx, s == BK_OK && added);
+    RedisModule_ReplyWithLongLong(ctx, key_add(v->obj, item, len, v->now));
   }
   RedisModule_Replicate(ctx, "FBF.ADDAT", "slv", argv[1], (long long)v->now,
                         argv + first, (size_t)(argc - first));
@@ -171,7 +336,7 @@ static int exists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
     if (v) {
       size_t len;
       const char *item = RedisModule_StringPtrLen(argv[i], &len);
-      if (bk_fbf_contains(v->obj, item, len, &found) != BK_OK) found = false;
+      found = key_contains(v->obj, item, len);
     }
     RedisModule_ReplyWithLongLong(ctx, found);
   }
@@ -189,19 +354,30 @@ static int cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv,
   return exists(ctx, argv, argc, true);
 }
 
-/* FBF.INFO key: name/value pairs. */
+/* FBF.INFO key: name/value pairs. The shape is the newest stage's; the
+ * counts, the estimate (a sum over the stages: a bound, as the stages are
+ * checked one after the other) and the memory are the key's. */
 static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
   bk_rm_timed *v = bk_rm_open_info(ctx, &fbf_desc, argv, argc);
   if (!v) return REDISMODULE_OK;
+  const fbf_key *key = v->obj;
   bk_fbf_info info;
   double fpp = 0;
-  bk_status s = bk_fbf_info_get(v->obj, &info);
-  if (s == BK_OK) s = bk_fbf_estimated_fpp(v->obj, BK_FBF_CHECK_DEFAULT, &fpp);
+  uint64_t items = 0, memory = 0;
+  bk_status s = BK_OK;
+  for (unsigned j = 0; j < key->n_stages && s == BK_OK; j++) {
+    double stage_fpp = 0;
+    s = bk_fbf_info_get(key->stage[j].filter, &info);
+    if (s == BK_OK)
+      s = bk_fbf_estimated_fpp(key->stage[j].filter, BK_FBF_CHECK_DEFAULT,
+                               &stage_fpp);
+    fpp += stage_fpp;
+    memory += info.memory;
+    for (unsigned i = 0; i < info.n_filters && i < BK_FBF_MAX_FILTERS; i++)
+      items += info.inserted[i];
+  }
   if (s != BK_OK)
     return bk_rm_reply_status(ctx, s, "cannot describe the filter");
-  uint64_t items = 0;
-  for (unsigned i = 0; i < info.n_filters && i < BK_FBF_MAX_FILTERS; i++)
-    items += info.inserted[i];
   char fpp_text[40];
   snprintf(fpp_text, sizeof fpp_text, "%.6g", fpp);
   const bk_rm_field fields[] = {
@@ -214,24 +390,205 @@ static int cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc) {
       {"hashes", NULL, info.k},
       {"inserts_per_filter_sum", NULL, (long long)items},
       {"fpp_estimate", fpp_text, 0},
-      {"memory", NULL, (long long)info.memory},
+      {"memory", NULL, (long long)memory},
       {"now_ms", NULL, (long long)v->now},
+      {"grows", NULL, key->grows},
+      {"stages", NULL, key->n_stages},
+      {"capacity", NULL, (long long)newest(key)->capacity},
   };
   return bk_rm_reply_fields(ctx, fields, sizeof fields / sizeof fields[0]);
 }
 
 /* ---- the structure, for type.c ------------------------------------------- */
 
-BK_RM_STRUCT_FUNCS(fbf)
-
+/* Advance every stage, then drop the retired stages whose ids are all
+ * older than the window (retired in order, so a prefix). */
 static bk_status fbf_advance(void *obj, uint64_t now) {
-  return bk_fbf_advance(obj, now);
+  fbf_key *key = obj;
+  for (unsigned i = 0; i < key->n_stages; i++) {
+    bk_status s = bk_fbf_advance(key->stage[i].filter, now);
+    if (s != BK_OK) return s;
+  }
+  unsigned gone = 0;
+  while (gone + 1 < key->n_stages &&
+         now - key->stage[gone].retired_at >= key->window)
+    bk_fbf_destroy(key->stage[gone++].filter);
+  if (gone) {
+    memmove(key->stage, key->stage + gone,
+            (key->n_stages - gone) * sizeof key->stage[0]);
+    key->n_stages -= gone;
+  }
+  return BK_OK;
 }
+
+/*
+ * The serialized form. A key without GROW is its bk_fbf's blob, byte for
+ * byte what the module wrote before chains existed (RDB encoding 1). A
+ * growing key (RDB encoding 2 on), little-endian u64 fields:
+ *
+ *   "BKFBFKEY" | version 1 | flags (bit 0 adaptive) | window_ms
+ *   | fpp x 2^64 | adds_unchecked | n_stages
+ *   | per stage: capacity | rate x 2^64 | retired_at | blob length | blob
+ *   | XXH3-64 of every byte before it
+ *
+ * Each blob carries its own checksum too; the trailer covers the fields
+ * around them, which are also checked for range on load.
+ */
+#define TRY(call)                   \
+  do {                              \
+    bk_status try_ = (call);        \
+    if (try_ != BK_OK) return try_; \
+  } while (0)
+
+static const char key_magic[8] = {'B', 'K', 'F', 'B', 'F', 'K', 'E', 'Y'};
+#define KEY_VERSION 1u
+#define KEY_HEADER_FIELDS 6u
+#define STAGE_FIELDS 4u
+#define TRAILER 8u
+
+static uint64_t checksum(const char *buf, size_t len) {
+  bk_hash h = {0, 0};
+  (void)bk_hash_bytes(BK_HASH_XXH3, 0, buf, len, &h); /* cannot fail */
+  return h.lo;
+}
+
+static void put_u64(char **p, uint64_t v) {
+  for (int i = 0; i < 8; i++) (*p)[i] = (char)(v >> (8 * i));
+  *p += 8;
+}
+
+static bool get_u64(const char **p, const char *end, uint64_t *v) {
+  if (end - *p < 8) return false;
+  uint64_t x = 0;
+  for (int i = 7; i >= 0; i--) x = x << 8 | (unsigned char)(*p)[i];
+  *v = x;
+  *p += 8;
+  return true;
+}
+
+static bk_status fbf_serialized_size(const void *obj, size_t *size) {
+  const fbf_key *key = obj;
+  if (!key->grows) return bk_fbf_serialized_size(key->stage[0].filter, size);
+  size_t total = sizeof key_magic + 8 * KEY_HEADER_FIELDS + TRAILER;
+  for (unsigned i = 0; i < key->n_stages; i++) {
+    size_t one;
+    TRY(bk_fbf_serialized_size(key->stage[i].filter, &one));
+    total += 8 * STAGE_FIELDS + one;
+  }
+  *size = total;
+  return BK_OK;
+}
+
+static bk_status fbf_serialize(const void *obj, void *buf, size_t cap,
+                               size_t *written) {
+  const fbf_key *key = obj;
+  if (!key->grows)
+    return bk_fbf_serialize(key->stage[0].filter, buf, cap, written);
+  size_t need;
+  TRY(fbf_serialized_size(obj, &need));
+  if (cap < need) return BK_EINVAL;
+  char *p = buf;
+  memcpy(p, key_magic, sizeof key_magic);
+  p += sizeof key_magic;
+  put_u64(&p, KEY_VERSION);
+  put_u64(&p, key->adaptive);
+  put_u64(&p, key->window);
+  put_u64(&p, rate_to_wire(key->fpp));
+  put_u64(&p, key->adds_unchecked);
+  put_u64(&p, key->n_stages);
+  for (unsigned i = 0; i < key->n_stages; i++) {
+    const fbf_stage *s = &key->stage[i];
+    size_t len, one;
+    TRY(bk_fbf_serialized_size(s->filter, &len));
+    put_u64(&p, s->capacity);
+    put_u64(&p, rate_to_wire(s->rate));
+    put_u64(&p, s->retired_at);
+    put_u64(&p, len);
+    TRY(bk_fbf_serialize(s->filter, p, len, &one));
+    p += one;
+  }
+  put_u64(&p, checksum(buf, (size_t)(p - (char *)buf)));
+  *written = (size_t)(p - (char *)buf);
+  return BK_OK;
+}
+
+static void *chain_deserialize(const char *buf, size_t len, const char **why) {
+  const char *p = buf + sizeof key_magic, *end = buf + len - TRAILER;
+  uint64_t version, flags, window, fpp, unchecked, n, sum;
+  *why = "not a growing FBF key";
+  if (len < sizeof key_magic + TRAILER) return NULL;
+  const char *trailer = end;
+  if (!get_u64(&trailer, buf + len, &sum) ||
+      sum != checksum(buf, len - TRAILER)) {
+    *why = "checksum mismatch";
+    return NULL;
+  }
+  if (!get_u64(&p, end, &version) || version != KEY_VERSION ||
+      !get_u64(&p, end, &flags) || flags > 1 || !get_u64(&p, end, &window) ||
+      window < 1 || window > BK_RM_MAX_MS || !get_u64(&p, end, &fpp) ||
+      !get_u64(&p, end, &unchecked) || !get_u64(&p, end, &n) || n < 1 ||
+      n > FBF_MAX_STAGES)
+    return NULL;
+  fbf_key *key = key_alloc();
+  if (!key) {
+    *why = "out of memory";
+    return NULL;
+  }
+  key->grows = true;
+  key->adaptive = flags;
+  key->window = window;
+  key->fpp = rate_of_wire(fpp);
+  key->adds_unchecked = unchecked;
+  for (uint64_t i = 0; i < n; i++) {
+    fbf_stage *s = &key->stage[i];
+    uint64_t rate, blob_len;
+    bk_status st;
+    if (!get_u64(&p, end, &s->capacity) || s->capacity < 1 ||
+        s->capacity > BK_RM_MAX_CAPACITY || !get_u64(&p, end, &rate) ||
+        !get_u64(&p, end, &s->retired_at) || !get_u64(&p, end, &blob_len) ||
+        blob_len > (uint64_t)(end - p) || (i + 1 < n) != (s->retired_at != 0)) {
+      key_destroy(key);
+      return NULL;
+    }
+    s->rate = rate_of_wire(rate);
+    st = bk_fbf_deserialize(p, (size_t)blob_len, &bk_rm_allocator, &s->filter);
+    if (st != BK_OK) {
+      *why = bk_strerror(st);
+      key_destroy(key);
+      return NULL;
+    }
+    key->n_stages++;
+    p += blob_len;
+  }
+  if (p != end) {
+    key_destroy(key);
+    return NULL;
+  }
+  return key;
+}
+
 static void *fbf_deserialize(const char *buf, size_t len, const char **why) {
+  if (len >= sizeof key_magic && memcmp(buf, key_magic, sizeof key_magic) == 0)
+    return chain_deserialize(buf, len, why);
   bk_fbf *filter;
   bk_status s = bk_fbf_deserialize(buf, len, &bk_rm_allocator, &filter);
-  if (s != BK_OK) *why = bk_strerror(s);
-  return s == BK_OK ? filter : NULL;
+  if (s != BK_OK) {
+    *why = bk_strerror(s);
+    return NULL;
+  }
+  fbf_key *key = key_alloc();
+  if (!key) {
+    bk_fbf_destroy(filter);
+    *why = "out of memory";
+    return NULL;
+  }
+  key->stage[0].filter = filter; /* one stage, never dropped: no window */
+  key->n_stages = 1;
+  return key;
+}
+
+static void fbf_destroy(void *obj) {
+  key_destroy(obj);
 }
 
 static const bk_rm_command fbf_cmds[] = {
@@ -258,8 +615,9 @@ static bk_rm_type fbf_desc = {
     .reserve = {.params = fbf_params,
                 .n_params = N_PARAMS,
                 .pairs = false,
-                .options_hint = "expected FPP p, ADAPTIVE or AT now_ms",
+                .options_hint = "expected FPP p, ADAPTIVE, GROW or AT now_ms",
                 .defaults = fbf_defaults,
+                .first_use = fbf_first_use,
                 .create = fbf_create},
     .cmds = fbf_cmds,
     .n_cmds = sizeof fbf_cmds / sizeof fbf_cmds[0],

@@ -27,8 +27,12 @@
 
 /* The RDB encoding version of every data type (RedisModule_CreateDataType
  * encver). Version 1: u64 module clock (IDEM, FBF; a CBF has none), then
- * the library's serialized form as one string (docs/design/redis.md 3.11c). */
-#define BK_RM_ENCVER 1
+ * the library's serialized form as one string (docs/design/redis.md 3.11c).
+ * Version 2, the same, where an FBF's string may also be a growing key's
+ * chain of filters (fbf.c), which a module reading only version 1 would
+ * refuse as damaged: it says "encoding version 2" instead. Both load. */
+#define BK_RM_ENCVER 2
+#define BK_RM_ENCVER_OLDEST 1
 
 /* Module-level defaults (loadmodule ... name value ...). */
 typedef struct bk_rm_defaults {
@@ -163,9 +167,11 @@ typedef struct bk_rm_reserve {
    * arity. */
   bool pairs;
   const char *options_hint; /* the reply to an unknown option */
-  /* The values on first use, which are also RESERVE's before its
-   * arguments. */
+  /* RESERVE's values before its arguments, and the values on first use
+   * when first_use is NULL. */
   void (*defaults)(bk_rm_param *params);
+  /* The values on first use; NULL: defaults. */
+  void (*first_use)(bk_rm_param *params);
   /* The structure the values make at `now`. */
   bk_status (*create)(const bk_rm_param *params, uint64_t now, void **obj);
 } bk_rm_reserve;

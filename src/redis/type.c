@@ -179,7 +179,7 @@ void *bk_rm_open_write(RedisModuleCtx *ctx, const bk_rm_type *t,
   }
   if (!value) {
     bk_rm_param params[BK_RM_MAX_PARAMS];
-    t->reserve.defaults(params);
+    (t->reserve.first_use ? t->reserve.first_use : t->reserve.defaults)(params);
     value = create_at(ctx, t, key, name, params, now);
     if (!value) return NULL;
   }
@@ -257,9 +257,10 @@ int bk_rm_cmd_reserve(const bk_rm_type *t, RedisModuleCtx *ctx,
 }
 
 /* ---- persistence ----------------------------------------------------------
- * RDB (encver 1): u64 clock (types with one), then the serialized form as
- * one string. The loader trusts none of it: the type's deserialize checks
- * every byte, and the clock must not be behind the structure's own. */
+ * RDB (encver 1 and 2, rm.h): u64 clock (types with one), then the
+ * serialized form as one string. The loader trusts none of it: the type's
+ * deserialize checks every byte, and the clock must not be behind the
+ * structure's own. */
 
 /* The serialized form in a Redis-allocated buffer, or NULL. */
 static char *blob_of(const bk_rm_type *t, const void *value, size_t *len) {
@@ -307,11 +308,12 @@ static void *value_from_blob(const bk_rm_type *t, const char *buf, size_t len,
 }
 
 void *bk_rm_rdb_load(const bk_rm_type *t, RedisModuleIO *io, int encver) {
-  if (encver != BK_RM_ENCVER) {
+  if (encver < BK_RM_ENCVER_OLDEST || encver > BK_RM_ENCVER) {
     RedisModule_LogIOError(io, "warning",
                            "bloomkit: %s encoding version %d is not one this "
-                           "module reads (%d)",
-                           t->names.log, encver, BK_RM_ENCVER);
+                           "module reads (%d to %d)",
+                           t->names.log, encver, BK_RM_ENCVER_OLDEST,
+                           BK_RM_ENCVER);
     return NULL;
   }
   uint64_t now = 0;

@@ -182,11 +182,12 @@ static void fbf_whole_filter_rate(redisContext *c) {
   }
   unsigned positives = (unsigned)rh_fbf_count_present(c, "fr", "out:", probes);
   double rate = (double)positives / probes;
-  printf("FBF at FPP 0.01, steady state: %u of %u absent items present "
-         "(%.5f)\n",
-         positives, probes, rate);
-  RH_CHECK(rate >= 0.0085 && rate <= 0.0115,
-           "whole-filter rate %.5f, FPP 0.01", rate);
+  printf(
+      "FBF at FPP 0.01, steady state: %u of %u absent items present "
+      "(%.5f)\n",
+      positives, probes, rate);
+  RH_CHECK(rate >= 0.0085 && rate <= 0.0115, "whole-filter rate %.5f, FPP 0.01",
+           rate);
   freeReplyObject(rh_cmd(c, "DEL fr"));
 }
 
@@ -225,12 +226,103 @@ static long long adaptive_filters_after(redisContext *c, const char *key,
 static void fbf_adaptive_at_capacity(redisContext *c) {
   long long at_capacity = adaptive_filters_after(c, "fad1", 6000);
   long long at_triple = adaptive_filters_after(c, "fad3", 18000);
-  printf("adaptive FBF: %lld filters after two windows at capacity, %lld at "
-         "3x capacity\n",
-         at_capacity, at_triple);
+  printf(
+      "adaptive FBF: %lld filters after two windows at capacity, %lld at "
+      "3x capacity\n",
+      at_capacity, at_triple);
   RH_CHECK(at_capacity == 7, "at capacity: %lld filters, not 7", at_capacity);
-  RH_CHECK(at_triple > 7, "at 3x capacity: %lld filters, no growth",
-           at_triple);
+  RH_CHECK(at_triple > 7, "at 3x capacity: %lld filters, no growth", at_triple);
+}
+
+/* Pipeline `FBF.ADDAT key at <prefix><i>` for i in [from, to). */
+static void fbf_add_many(redisContext *c, const char *key, long long at,
+                         const char *prefix, int from, int to) {
+  for (int i = from; i < to; i++)
+    redisAppendCommand(c, "FBF.ADDAT %s %lld %s%d", key, at, prefix, i);
+  for (int i = from; i < to; i++) {
+    redisReply *x;
+    RH_CHECK(redisGetReply(c, (void **)&x) == REDIS_OK &&
+                 x->type == REDIS_REPLY_ARRAY,
+             "FBF.ADDAT %s", key);
+    freeReplyObject(x);
+  }
+}
+
+/* How many of `FBF.EXISTS key <prefix><i>`, i in [from, to), answer 1. */
+static long fbf_count_exists(redisContext *c, const char *key,
+                             const char *prefix, int from, int to) {
+  for (int i = from; i < to; i++)
+    redisAppendCommand(c, "FBF.EXISTS %s %s%d", key, prefix, i);
+  long found = 0;
+  for (int i = from; i < to; i++) {
+    redisReply *x;
+    RH_CHECK(redisGetReply(c, (void **)&x) == REDIS_OK, "FBF.EXISTS %s", key);
+    found += x->type == REDIS_REPLY_INTEGER && x->integer == 1;
+    freeReplyObject(x);
+  }
+  return found;
+}
+
+/* A key created on first use starts small and grows with its load, never
+ * forgetting an id inside its window; RESERVE sizes as it always did. */
+static void fbf_first_use_grows(redisContext *c) {
+  freeReplyObject(rh_cmd(c, "FBF.ADD seen x"));
+  long long one = rh_int(c, "MEMORY USAGE seen");
+  RH_CHECK(one <= 65536, "a first-use key with one id takes %lld bytes", one);
+  RH_CHECK(info_field(c, "FBF.INFO", "seen", "grows") == 1 &&
+               info_field(c, "FBF.INFO", "seen", "stages") == 1,
+           "first use: one growing stage");
+  /* 10^5 distinct ids at one instant (all inside the window): each is
+   * remembered, the key grew, and never-added ids answer 1 at about the
+   * target 1e-4 (module argument fpp). 10^5 checks expect 10 false
+   * positives; 25 is over 4 standard deviations of the Poisson count
+   * (sd ~3.2) above it, and the budget (the live stages' rates summing to
+   * at most FPP) already sits under the target. */
+  const int n = 100000;
+  fbf_add_many(c, "grown", 1000, "id", 0, n);
+  RH_CHECK(fbf_count_exists(c, "grown", "id", 0, n) == n,
+           "a growing key forgot ids inside its window");
+  long stages = (long)info_field(c, "FBF.INFO", "grown", "stages");
+  RH_CHECK(stages > 1 && info_field(c, "FBF.INFO", "grown", "capacity") >= n,
+           "the key grew (%ld stages)", stages);
+  long fp = fbf_count_exists(c, "grown", "no", 0, n);
+  RH_CHECK(fp <= 25, "%ld false positives in %d (target 1e-4)", fp, n);
+  printf(
+      "growing key: %ld stages, %lld bytes for %d ids, %ld false "
+      "positives in %d\n",
+      stages, rh_int(c, "MEMORY USAGE grown"), n, fp, n);
+  /* An RDB round trip keeps the grown key's answers. */
+  redisReply *r = rh_cmd(c, "DEBUG DIGEST-VALUE grown");
+  char before[64];
+  snprintf(before, sizeof before, "%s", r->element[0]->str);
+  freeReplyObject(r);
+  freeReplyObject(rh_cmd(c, "DEBUG RELOAD"));
+  r = rh_cmd(c, "DEBUG DIGEST-VALUE grown");
+  RH_CHECK(strcmp(before, r->element[0]->str) == 0, "DEBUG RELOAD changed it");
+  freeReplyObject(r);
+  RH_CHECK(fbf_count_exists(c, "grown", "id", 0, n) == n &&
+               fbf_count_exists(c, "grown", "no", 0, n) == fp,
+           "DEBUG RELOAD changed a grown key's answers");
+  /* The retired stages go once their ids are older than the window; the
+   * ids added in the newest stay until their own window ends. */
+  fbf_add_many(c, "grown", 61001, "late", 0, 10);
+  RH_CHECK(info_field(c, "FBF.INFO", "grown", "stages") == 1,
+           "retired stages dropped after the window");
+  RH_CHECK(fbf_count_exists(c, "grown", "late", 0, 10) == 10, "late ids");
+  /* RESERVE sizes exactly as before growing keys existed: the module's
+   * old first-use size, byte for byte (issue 32). */
+  freeReplyObject(rh_cmd(c, "FBF.RESERVE fbig 300000 60000 FPP 0.0001"));
+  RH_CHECK(rh_int(c, "MEMORY USAGE fbig") == 1685656,
+           "a RESERVE'd key's size changed: %lld",
+           rh_int(c, "MEMORY USAGE fbig"));
+  RH_CHECK(info_field(c, "FBF.INFO", "fbig", "grows") == 0, "RESERVE grows");
+  /* GROW on RESERVE; with ADAPTIVE it is refused. */
+  freeReplyObject(rh_cmd(c, "FBF.RESERVE fgr 100 3000 GROW AT 0"));
+  RH_CHECK(info_field(c, "FBF.INFO", "fgr", "grows") == 1 &&
+               info_field(c, "FBF.INFO", "fgr", "capacity") == 100,
+           "FBF.RESERVE GROW");
+  rh_expect_error(c, "cannot create the filter",
+                  "FBF.RESERVE fga 100 3000 GROW ADAPTIVE");
 }
 
 static void single_commands(redisContext *c) {
@@ -393,6 +485,7 @@ static void single_commands(redisContext *c) {
   RH_CHECK(info_field(c, "FBF.INFO", "fa", "adaptive") == 1, "adaptive");
   fbf_whole_filter_rate(c);
   fbf_adaptive_at_capacity(c);
+  fbf_first_use_grows(c);
 
   /* CBF: counts, removes, errors. */
   r = rh_cmd(c, "CBF.ADD c0 a b a");
@@ -476,7 +569,7 @@ static void single_commands(redisContext *c) {
 
   /* MEMORY USAGE reports the structures, not a constant. */
   long long m_small = rh_int(c, "MEMORY USAGE fw");
-  long long m_big = rh_int(c, "MEMORY USAGE f0");
+  long long m_big = rh_int(c, "MEMORY USAGE fbig");
   RH_CHECK(m_small > 0 && m_big > 10 * m_small, "MEMORY USAGE %lld vs %lld",
            m_small, m_big);
   RH_CHECK(rh_int(c, "MEMORY USAGE t0") > 1000, "MEMORY USAGE table");
@@ -779,6 +872,9 @@ static int scenario_replica(void) {
     freeReplyObject(r);
   }
   freeReplyObject(rh_cmd(mc, "FBF.ADD ff a b c"));
+  /* A key grown through two stages before the sync (the RDB carries the
+   * chain), then further through the stream. */
+  fbf_add_many(mc, "fgrow", 1000, "g", 0, 6000);
   char port[16];
   snprintf(port, sizeof port, "%d", master->port);
   const char *rargs[] = {"--replicaof", "127.0.0.1", port, NULL};
@@ -815,6 +911,7 @@ static int scenario_replica(void) {
       freeReplyObject(rh_cmd(mc, "CBF.ADD cf y%d y%d", i, i + 1));
     if (i % 90 == 0) freeReplyObject(rh_cmd(mc, "CBF.REM cf y%d", i - 30));
   }
+  fbf_add_many(mc, "fgrow", 2000, "g", 6000, 30000);
   long long replicas = rh_int(mc, "WAIT 1 20000");
   RH_CHECK(replicas == 1, "WAIT: %lld replicas", replicas);
   redisReply *dm = rh_cmd(mc, "DEBUG DIGEST");
@@ -863,6 +960,10 @@ static int scenario_replica(void) {
   RH_CHECK(
       rh_int(rc, "FBF.EXISTS ff x850") == 1 && rh_int(rc, "FBF.EXISTS ff a"),
       "FBF on the promoted replica");
+  RH_CHECK(fbf_count_exists(rc, "fgrow", "g", 0, 30000) == 30000,
+           "the promoted replica forgot ids of a growing key");
+  RH_CHECK(info_field(rc, "FBF.INFO", "fgrow", "stages") > 2,
+           "the growing key did not grow on the replica");
   RH_CHECK(rh_int(rc, "CBF.COUNT cf y841") >= 1 &&
                rh_int(rc, "CBF.EXISTS cf y900") == 0,
            "CBF on the promoted replica");
