@@ -9,8 +9,21 @@
  * filters. The 1-filter structure has capacity 31 C and the same keys.
  * Both at fpp 0.01, 4-bit counters, standard layout, in memory. Lookups
  * draw absent keys (every filter is asked), independent of the answers.
+ *
+ * The file's checksums (issue #32): a file holding 1M keys (capacity 2M,
+ * fpp 0.01, 4-bit counters: one filter, ~9 MiB) in format 2 (a checksum
+ * per filter, written by flush and checked when a file closed cleanly is
+ * opened) against the same file in format 1 (no checksum). flush: one add
+ * (format 2: it first clears the clean flag, one msync of the header page)
+ * then bk_scbf_flush; open: bk_scbf_open and bk_scbf_destroy, the page
+ * cache warm. The files live in $TMPDIR (or /tmp) and are removed after.
  */
+#define XXH_INLINE_ALL
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
 
 #include "benches.h"
 #include "bloomkit/cbf.h"
@@ -64,6 +77,92 @@ static void bench_contains(bk_bench_state *st, void *arg) {
   bk_fx_report(st, t, "hit_rate", false, "bk_scbf_contains failed");
 }
 
+/* ---- the file's checksum: format 2 against format 1 ---------------------- */
+
+#define FILE_KEYS 1000000u
+#define QUICK_FILE_KEYS 20000u
+
+static char file_paths[2][256]; /* [0]: format 1, [1]: format 2 */
+static bk_fx_setup file_setup = {.name = "scbf file"};
+static uint64_t file_next_id;
+
+static void store_le64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Rewrite a format-2 file of one filter as format 1: version 1, the
+ * header's checksum recomputed, the clean flag and the record's checksum
+ * zero (docs/design/cbf.md 3.11). */
+static bool to_format1(const char *path) {
+  FILE *fp = fopen(path, "r+b");
+  if (!fp) return false;
+  unsigned char h[128 + 64];
+  bool ok = fread(h, 1, sizeof h, fp) == sizeof h;
+  h[4] = 1;
+  store_le64(h + 56, (uint64_t)XXH3_64bits(h, 56));
+  memset(h + 96, 0, 8);
+  memset(h + 128 + 56, 0, 8);
+  ok = ok && fseek(fp, 0, SEEK_SET) == 0 &&
+       fwrite(h, 1, sizeof h, fp) == sizeof h;
+  return fclose(fp) == 0 && ok;
+}
+
+static bool build_files(bk_bench_state *st) {
+  if (file_paths[1][0]) return true;
+  if (!bk_fx_ready(&file_setup, st)) return false;
+  const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  for (int v = 0; v < 2; v++) {
+    snprintf(file_paths[v], sizeof file_paths[v], "%s/bk_bench_scbf_v%d.%ld",
+             dir, v + 1, (long)getpid());
+    unlink(file_paths[v]);
+  }
+  uint64_t n = bk_bench_quick() ? QUICK_FILE_KEYS : FILE_KEYS;
+  bk_scbf_config cfg = {.capacity = 2 * n, .fpp = 0.01};
+  bk_scbf *s = NULL;
+  bk_status status = bk_scbf_open(&s, file_paths[1], &cfg);
+  for (uint64_t i = 0; i < n && status == BK_OK; i++)
+    status = bk_scbf_add(s, &i, sizeof i, i);
+  bk_scbf_destroy(s); /* sealed: checksums written */
+  file_next_id = n;
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", file_paths[1], file_paths[0]);
+  if (status != BK_OK || system(cmd) != 0 || !to_format1(file_paths[0])) {
+    file_paths[1][0] = 0;
+    return bk_fx_fail(&file_setup, st, "file: %s", bk_strerror(status));
+  }
+  return true;
+}
+
+static void bench_file_flush(bk_bench_state *st, void *arg) {
+  int v = (int)(intptr_t)arg;
+  if (!build_files(st)) return;
+  bk_scbf *s = NULL;
+  bk_status status = bk_scbf_open(&s, file_paths[v], NULL);
+  uint64_t n;
+  while (status == BK_OK && (n = bk_bench_batch(st)) != 0)
+    for (uint64_t i = 0; i < n && status == BK_OK; i++) {
+      uint64_t id = file_next_id++;
+      status = bk_scbf_add(s, &id, sizeof id, id);
+      if (status == BK_OK) status = bk_scbf_flush(s);
+    }
+  bk_scbf_destroy(s);
+  if (status != BK_OK) bk_bench_skip(st, bk_strerror(status));
+}
+
+static void bench_file_open(bk_bench_state *st, void *arg) {
+  int v = (int)(intptr_t)arg;
+  if (!build_files(st)) return;
+  bk_status status = BK_OK;
+  uint64_t n;
+  while (status == BK_OK && (n = bk_bench_batch(st)) != 0)
+    for (uint64_t i = 0; i < n && status == BK_OK; i++) {
+      bk_scbf *s = NULL;
+      status = bk_scbf_open(&s, file_paths[v], NULL);
+      bk_scbf_destroy(s);
+    }
+  if (status != BK_OK) bk_bench_skip(st, bk_strerror(status));
+}
+
 void bk_bench_register_scbf(void) {
   if (bk_bench_quick()) first_capacity = QUICK_FIRST_CAPACITY;
   for (int w = 0; w < 2; w++) {
@@ -80,6 +179,23 @@ void bk_bench_register_scbf(void) {
   bk_fx_ratio("bk_scbf contains over 5 filters / 1 filter <= 2x",
               "scbf/5_filters/contains_absent", "scbf/1_filter/contains_absent",
               2.0);
+  const bk_bench_opts fbase = {.group = "scbf_file", .baseline = true};
+  const bk_bench_opts frow = {.group = "scbf_file"};
+  bk_bench_register("scbf_file/format1/add_flush", bench_file_flush,
+                    (void *)(intptr_t)0, &fbase);
+  bk_bench_register("scbf_file/format2/add_flush", bench_file_flush,
+                    (void *)(intptr_t)1, &frow);
+  bk_bench_register("scbf_file/format1/open", bench_file_open,
+                    (void *)(intptr_t)0, &frow);
+  bk_bench_register("scbf_file/format2/open", bench_file_open,
+                    (void *)(intptr_t)1, &frow);
+  bk_bench_info_ratio("bk_scbf file, 1M keys: flush with checksums / without",
+                      "scbf_file/format2/add_flush",
+                      "scbf_file/format1/add_flush");
+  bk_bench_info_ratio(
+      "bk_scbf file, 1M keys: open verifying checksums / "
+      "without",
+      "scbf_file/format2/open", "scbf_file/format1/open");
 }
 
 void bk_bench_release_scbf(void) {
@@ -87,4 +203,6 @@ void bk_bench_release_scbf(void) {
     bk_scbf_destroy(filters[w]);
     filters[w] = NULL;
   }
+  for (int v = 0; v < 2; v++)
+    if (file_paths[v][0]) unlink(file_paths[v]);
 }

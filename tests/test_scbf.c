@@ -426,6 +426,11 @@ static void poke64(const char *path, uint64_t off, uint64_t v) {
   assert_int_equal(fclose(fp), 0);
 }
 
+/* A crash after a write began: the write cleared the clean flag first. */
+static void crash_mark(const char *path) {
+  poke64(path, BK__SCBF_H_CLEAN, 0);
+}
+
 /* From the review of the file code: opening never writes (it used to cut
  * a longer file back, under a writer growing it from another process, and
  * even when it then failed with BK_EMISMATCH); a crash between an add's id
@@ -470,6 +475,7 @@ static void test_file_open_never_writes(void **state) {
   unlink(path);
   assert_bk_ok(bk_scbf_open(&s, path, &cfg));
   bk_scbf_destroy(s);
+  crash_mark(path);
   poke64(path, 128 + 48, 6); /* filter 0's end id */
   poke64(path, 80, 0);       /* mem_seqnum: a write was under way */
   expect_open(path, BK_OK, "ids stored, count not yet");
@@ -553,13 +559,26 @@ static void test_file_unwritten_bytes_set(void **state) {
   /* Filter 0 has no id yet: its counters must be zero. */
   write_at(path, 128 + BK__SCBF_RECORD_HEADER, &ff, 1);
   write_at(path, size - 1, &ff, 1);
+  /* Closed cleanly: the checksum refuses it. After a crash (the flag
+   * clear) open does not read counters; verify sees the stray bits. */
+  expect_open(path, BK_ECORRUPT, "stray bits, closed cleanly");
+  crash_mark(path);
   assert_bk_ok(bk_scbf_open(&s, path, NULL));
+  bk_scbf_verify_result vr;
+  assert_bk_status(bk_scbf_verify(s, &vr), BK_ECORRUPT);
+  assert_true(vr.filters[0].stray_bits);
   serialize_loads(s);
   uint64_t id = 1;
   assert_bk_ok(bk_scbf_add(s, &id, 8, id));
   bk_scbf_destroy(s);
-  write_at(path, size - 1, &ff, 1); /* padding, with ids */
+  /* Padding, with ids (0xff there was sealed with it: another value). */
+  const unsigned char sf = 0x7f;
+  write_at(path, size - 1, &sf, 1);
+  expect_open(path, BK_ECORRUPT, "padding set, closed cleanly");
+  crash_mark(path);
   assert_bk_ok(bk_scbf_open(&s, path, NULL));
+  assert_bk_status(bk_scbf_verify(s, &vr), BK_ECORRUPT);
+  assert_true(vr.filters[0].stray_bits);
   serialize_loads(s);
   bk_scbf_destroy(s);
   unlink(path);
@@ -626,28 +645,45 @@ static void test_file_hostile(void **state) {
       expect_open(bad, want, "flipped header byte");
     }
   }
-  /* The mutable fields by their rules. */
+  /* The mutable fields by their rules, in the file as closed (clean:
+   * the records' count, ids and checksum are checksummed) and as a crash
+   * leaves it (the clean flag clear: range rules only; the record's
+   * checksum field is not read). */
   struct {
     uint64_t off;
     unsigned width;
     uint64_t value;
-    bk_status want;
+    bk_status want, want_crashed;
   } edits[] = {
-      {64, 4, 0, BK_ECORRUPT},       {64, 4, 4, BK_ECORRUPT},
-      {64, 4, 33, BK_ECORRUPT},      {64, 4, 2, BK_OK},
-      {68, 4, 1, BK_ECORRUPT},       {72, 8, 0, BK_ECORRUPT},
-      {80, 8, 7, BK_ECORRUPT},       {80, 8, 0, BK_OK},
-      {88, 8, 102, BK_ECORRUPT},     {88, 8, 101, BK_OK},
-      {100, 1, 1, BK_ECORRUPT},      {128 + 40, 8, 1ull << 63, BK_ECORRUPT},
-      {128 + 48, 8, 0, BK_ECORRUPT}, {128 + 56, 1, 1, BK_ECORRUPT},
-      {r2 + 48, 8, 1, BK_ECORRUPT},  {r2 + 40, 8, 5, BK_OK},
+      {64, 4, 0, BK_ECORRUPT, BK_ECORRUPT},
+      {64, 4, 4, BK_ECORRUPT, BK_ECORRUPT},
+      {64, 4, 33, BK_ECORRUPT, BK_ECORRUPT},
+      {64, 4, 2, BK_OK, BK_OK},
+      {68, 4, 1, BK_ECORRUPT, BK_ECORRUPT},
+      {72, 8, 0, BK_ECORRUPT, BK_ECORRUPT},
+      {80, 8, 7, BK_ECORRUPT, BK_ECORRUPT},
+      {80, 8, 0, BK_OK, BK_OK},
+      {88, 8, 102, BK_ECORRUPT, BK_ECORRUPT},
+      {88, 8, 101, BK_OK, BK_OK},
+      {96, 8, 2, BK_ECORRUPT, BK_ECORRUPT}, /* the clean flag: 0 or 1 */
+      {100, 1, 1, BK_ECORRUPT, BK_ECORRUPT},
+      {104, 1, 1, BK_ECORRUPT, BK_ECORRUPT},
+      {128 + 40, 8, 1ull << 63, BK_ECORRUPT, BK_ECORRUPT},
+      {128 + 48, 8, 0, BK_ECORRUPT, BK_ECORRUPT},
+      {128 + 56, 1, 1, BK_ECORRUPT, BK_OK},
+      {r2 + 48, 8, 1, BK_ECORRUPT, BK_ECORRUPT},
+      {r2 + 40, 8, 5, BK_ECORRUPT, BK_OK},
   };
-  for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
-    copy_file(good, bad);
-    unsigned char v[8];
-    bk__store_le64(v, edits[i].value);
-    write_at(bad, edits[i].off, v, edits[i].width);
-    expect_open(bad, edits[i].want, "mutable field");
+  for (int crashed = 0; crashed < 2; crashed++) {
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+      copy_file(good, bad);
+      if (crashed) crash_mark(bad);
+      unsigned char v[8];
+      bk__store_le64(v, edits[i].value);
+      write_at(bad, edits[i].off, v, edits[i].width);
+      expect_open(bad, crashed ? edits[i].want_crashed : edits[i].want,
+                  crashed ? "mutable field, after a crash" : "mutable field");
+    }
   }
   /* A longer file (a crash while growing) opens; opening writes nothing,
    * so the trailing bytes stay until the next growth overwrites them. */
@@ -657,6 +693,207 @@ static void test_file_hostile(void **state) {
   assert_int_equal(file_size(bad), size + 5000);
   unlink(bad);
   unlink(good);
+}
+
+/* ---- damage and clean closing (issue #32) ------------------------------ */
+
+/* A file of 300 keys in filter 0 (capacity 1000, 4-bit counters),
+ * closed cleanly. */
+static void damage_base(const char *path) {
+  unlink(path);
+  bk_scbf *s = NULL;
+  assert_bk_ok(
+      bk_scbf_open(&s, path, &(bk_scbf_config){.capacity = 1000, .fpp = 0.01}));
+  for (uint64_t i = 1; i <= 300; i++) assert_bk_ok(bk_scbf_add(s, &i, 8, i));
+  bool v;
+  assert_bk_ok(bk_scbf_verified(s, &v));
+  assert_true(v); /* created here */
+  bk_scbf_destroy(s);
+}
+
+/* Open a file whose clean flag was cleared and verify it. */
+static bk_status open_and_verify(const char *path, bk_scbf_verify_result *vr) {
+  bk_scbf *s = NULL;
+  assert_bk_ok(bk_scbf_open(&s, path, NULL));
+  bool v = true;
+  assert_bk_ok(bk_scbf_verified(s, &v));
+  assert_false(v);
+  bk_status st = bk_scbf_verify(s, vr);
+  assert_false(vr->verified);
+  bk_scbf_destroy(s);
+  return st;
+}
+
+/* The issue's damage to the counters of a file closed cleanly (8 bytes
+ * written by dd, all counters zeroed, one flipped bit): refused at open;
+ * after a crash (the flag clear) open cannot tell, and verify reports it. */
+static void test_file_damaged_counters(void **state) {
+  (void)state;
+  char path[512];
+  path_of(path, sizeof path, "damage.scbf");
+  const uint64_t counters = 128 + BK__SCBF_RECORD_HEADER;
+  damage_base(path);
+  expect_open(path, BK_OK, "closed cleanly");
+  bk_scbf *s = NULL;
+  assert_bk_ok(bk_scbf_open(&s, path, NULL));
+  bool v = false;
+  assert_bk_ok(bk_scbf_verified(s, &v));
+  assert_true(v);
+  bk_scbf_verify_result vr;
+  assert_bk_ok(bk_scbf_verify(s, &vr));
+  assert_int_equal(vr.n_filters, 1);
+  assert_int_equal(vr.filters[0].count, 300);
+  assert_int_equal(vr.filters[0].sum, vr.filters[0].expected_sum);
+  assert_int_equal(vr.filters[0].expected_sum, 300 * vr.filters[0].k);
+  uint64_t m = vr.filters[0].k ? scbf_info_of(s).m_counters : 0;
+  bk_scbf_destroy(s);
+  for (int kind = 0; kind < 3; kind++) {
+    const char *what[] = {"8 bytes (dd)", "counters zeroed", "a flipped bit"};
+    damage_base(path);
+    if (kind == 0) {
+      const unsigned char junk[8] = {0xde, 0xad, 0xbe, 0xef,
+                                     0x01, 0x23, 0x45, 0x67};
+      write_at(path, counters + 200, junk, 8);
+    } else if (kind == 1) {
+      unsigned char *zero = calloc(1, (size_t)(m / 2));
+      assert_non_null(zero);
+      write_at(path, counters, zero, (size_t)(m / 2));
+      free(zero);
+    } else {
+      /* the low bit of the first nonzero counter */
+      FILE *fp = fopen(path, "rb");
+      assert_non_null(fp);
+      assert_int_equal(fseek(fp, (long)counters, SEEK_SET), 0);
+      unsigned char b = 0;
+      uint64_t off = counters;
+      while (fread(&b, 1, 1, fp) == 1 && b == 0) off++;
+      fclose(fp);
+      b ^= (b & 0x0f) ? 0x01 : 0x10;
+      write_at(path, off, &b, 1);
+    }
+    expect_open(path, BK_ECORRUPT, what[kind]);
+    crash_mark(path);
+    if (open_and_verify(path, &vr) != BK_ECORRUPT)
+      fail_msg("%s after a crash: verify found nothing", what[kind]);
+    assert_int_equal(vr.n_inconsistent, 1);
+    assert_false(vr.filters[0].consistent);
+    assert_int_not_equal(vr.filters[0].sum, vr.filters[0].expected_sum);
+    if (kind == 1) assert_int_equal(vr.filters[0].sum, 0);
+  }
+  unlink(path);
+}
+
+/* A process killed after it wrote: the file opens unverified and its
+ * counters are consistent; an interrupted write (count stored, counters
+ * not yet) is allowed for, only when mem_seqnum says so. */
+static void test_file_crash_unverified(void **state) {
+  (void)state;
+  char path[512];
+  path_of(path, sizeof path, "crashv.scbf");
+  damage_base(path);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    bk_scbf *s = NULL;
+    if (bk_scbf_open(&s, path, NULL) != BK_OK) _exit(3);
+    for (uint64_t i = 301; i <= 2500; i++)
+      if (bk_scbf_add(s, &i, 8, i) != BK_OK) _exit(4);
+    uint64_t gone = 17;
+    if (bk_scbf_remove(s, &gone, 8, gone) != BK_OK) _exit(5);
+    raise(SIGKILL);
+    _exit(6);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFSIGNALED(status));
+  bk_scbf_verify_result vr;
+  assert_bk_ok(open_and_verify(path, &vr));
+  assert_true(vr.n_filters >= 2);
+  assert_false(vr.interrupted);
+  for (unsigned i = 0; i < vr.n_filters; i++) {
+    assert_true(vr.filters[i].consistent);
+    assert_false(vr.filters[i].stray_bits);
+  }
+  /* Writing and closing seals it again. */
+  bk_scbf *s = NULL;
+  assert_bk_ok(bk_scbf_open(&s, path, NULL));
+  assert_bk_ok(bk_scbf_add(s, "x", 1, 9999));
+  bk_scbf_destroy(s);
+  assert_bk_ok(bk_scbf_open(&s, path, NULL));
+  bool v = false;
+  assert_bk_ok(bk_scbf_verified(s, &v));
+  assert_true(v);
+  assert_true(has(s, "x", 1));
+  bk_scbf_destroy(s);
+  /* A first add that stored its count and none of its counters. */
+  damage_base(path);
+  crash_mark(path);
+  poke64(path, 128 + BK__SCBF_F_COUNT, 301);
+  assert_bk_status(open_and_verify(path, &vr), BK_ECORRUPT);
+  poke64(path, BK__SCBF_H_MEM, 0); /* it was under way */
+  assert_bk_ok(open_and_verify(path, &vr));
+  assert_true(vr.interrupted);
+  /* One key added until its counters saturate and removed as often: the
+   * unsaturated counters never sum to more than k * count. */
+  damage_base(path);
+  assert_bk_ok(bk_scbf_open(&s, path, NULL));
+  for (int i = 0; i < 20; i++) assert_bk_ok(bk_scbf_add(s, "hot", 3, 5));
+  assert_bk_ok(bk_scbf_verify(s, &vr));
+  assert_true(vr.filters[0].saturated > 0);
+  for (int i = 0; i < 20; i++) assert_bk_ok(bk_scbf_remove(s, "hot", 3, 5));
+  assert_bk_ok(bk_scbf_verify(s, &vr));
+  assert_int_equal(vr.filters[0].count, 300);
+  bk_scbf_destroy(s);
+  /* In memory: always verified. */
+  assert_bk_ok(bk_scbf_create(&s, &(bk_scbf_config){.capacity = 10}));
+  assert_bk_ok(bk_scbf_verified(s, &v));
+  assert_true(v);
+  assert_bk_ok(bk_scbf_verify(s, &vr));
+  assert_bk_status(bk_scbf_verify(NULL, &vr), BK_EINVAL);
+  assert_bk_status(bk_scbf_verify(s, NULL), BK_EINVAL);
+  assert_bk_status(bk_scbf_verified(s, NULL), BK_EINVAL);
+  bk_scbf_destroy(s);
+  unlink(path);
+}
+
+/* A file of format version 1 (no checksums, no clean flag) opens,
+ * unverified, verify checks it, and writing to it keeps it version 1. */
+static void test_file_version1(void **state) {
+  (void)state;
+  char path[512];
+  path_of(path, sizeof path, "v1.scbf");
+  damage_base(path);
+  /* Made from a version-2 file: version 1, header resealed, the record's
+   * checksum and the clean flag zero. */
+  unsigned char h[BK__SCBF_FILE_HEADER];
+  FILE *fp = fopen(path, "rb");
+  assert_non_null(fp);
+  assert_int_equal(fread(h, 1, sizeof h, fp), sizeof h);
+  fclose(fp);
+  h[4] = 1;
+  bk__format_write_trailer(h, 56);
+  memset(h + BK__SCBF_H_CLEAN, 0, 8);
+  write_at(path, 0, h, sizeof h);
+  poke64(path, 128 + BK__SCBF_F_SUM, 0);
+  bk_scbf_verify_result vr;
+  assert_bk_ok(open_and_verify(path, &vr));
+  bk_scbf *s = NULL;
+  assert_bk_ok(bk_scbf_open(&s, path, NULL));
+  assert_bk_ok(bk_scbf_add(s, "y", 1, 400));
+  assert_bk_ok(bk_scbf_flush(s));
+  bk_scbf_destroy(s);
+  fp = fopen(path, "rb");
+  assert_non_null(fp);
+  assert_int_equal(fread(h, 1, sizeof h, fp), sizeof h);
+  fclose(fp);
+  assert_int_equal(h[4], 1);
+  assert_true(bk__all_zero(h + 96, 32));
+  assert_bk_ok(open_and_verify(path, &vr));
+  assert_int_equal(vr.filters[0].count, 301);
+  /* A version-1 record's reserved bytes stay reserved. */
+  poke64(path, 128 + BK__SCBF_F_SUM, 1);
+  expect_open(path, BK_ECORRUPT, "version 1, checksum field set");
+  unlink(path);
 }
 
 /* dablooms' documented test on a generated word list: capacity 100k,
@@ -992,6 +1229,9 @@ int main(void) {
       cmocka_unit_test(test_file_hostile),
       cmocka_unit_test(test_file_open_never_writes),
       cmocka_unit_test(test_file_unwritten_bytes_set),
+      cmocka_unit_test(test_file_damaged_counters),
+      cmocka_unit_test(test_file_crash_unverified),
+      cmocka_unit_test(test_file_version1),
       cmocka_unit_test(test_dablooms_procedure),
       cmocka_unit_test(test_crash_safety),
       cmocka_unit_test(test_concurrent_readers),

@@ -182,8 +182,10 @@ BK_API bk_status bk_cbf_deserialize(const void *buf, size_t len,
  *
  * Storage: in memory (bk_scbf_create) or in a memory-mapped file
  * (bk_scbf_open). The file is self-describing: magic, version, type, every
- * parameter, a checksum of its header and of each filter's header (the
- * counters are not checksummed: they change on every write). Reopening
+ * parameter, a checksum of its header and of each filter's header, and,
+ * written when the file is flushed or closed cleanly, a checksum of each
+ * filter's counters, checked on open while the file says it was closed
+ * cleanly (a flag the first write after open clears). Reopening
  * needs only the path; a file of another type or version, truncated or
  * with a damaged header is refused and never read past its end. Sizes and
  * offsets are 64-bit. Growing maps the new filter's part of the file on its
@@ -224,15 +226,15 @@ typedef struct bk_scbf bk_scbf;
 
 /** Configuration; zero fields mean "default". */
 typedef struct bk_scbf_config {
-  uint64_t capacity; /**< keys of the first filter; required, >= 1 */
-  double fpp;        /**< compound target error, [1e-12, 0.5]; 0.01 */
-  double growth;     /**< capacity of filter i+1 / filter i, [1, 1000]; 2 */
-  double tightening; /**< r: error of filter i+1 / filter i, (0, 1); 0.5 */
-  unsigned counter_bits;  /**< 4 (default), 8, 16 or 32 */
-  bk_bloom_layout layout; /**< BK_BLOOM_STANDARD (default) or BLOCKED */
-  bk_hash_alg hash_alg;   /**< BK_HASH_XXH3 by default */
-  uint64_t seed;          /**< hash seed (32 bits for Murmur3) */
-  unsigned max_filters;   /**< 1..BK_SCBF_FILTERS_MAX; 32 */
+  uint64_t capacity;     /**< keys of the first filter; required, >= 1 */
+  double fpp;            /**< compound target error, [1e-12, 0.5]; 0.01 */
+  double growth;         /**< capacity of filter i+1 / filter i, [1, 1000]; 2 */
+  double tightening;     /**< r: error of filter i+1 / filter i, (0, 1); 0.5 */
+  unsigned counter_bits; /**< 4 (default), 8, 16 or 32 */
+  bk_bloom_layout layout;        /**< BK_BLOOM_STANDARD (default) or BLOCKED */
+  bk_hash_alg hash_alg;          /**< BK_HASH_XXH3 by default */
+  uint64_t seed;                 /**< hash seed (32 bits for Murmur3) */
+  unsigned max_filters;          /**< 1..BK_SCBF_FILTERS_MAX; 32 */
   const bk_allocator *allocator; /**< NULL: libc (the struct; in memory
                                       also the counters) */
 } bk_scbf_config;
@@ -247,9 +249,9 @@ typedef struct bk_scbf_filter_info {
   bool has_ids;        /**< false until a key was added to it */
   uint64_t first_id;   /**< its id range [first_id, last_id] (has_ids) */
   uint64_t last_id;
-  uint64_t nonzero;    /**< counters above zero */
-  uint64_t saturated;  /**< counters stuck at their maximum */
-  double fill_fpp;     /**< rate from the share of nonzero counters */
+  uint64_t nonzero;   /**< counters above zero */
+  uint64_t saturated; /**< counters stuck at their maximum */
+  double fill_fpp;    /**< rate from the share of nonzero counters */
 } bk_scbf_filter_info;
 
 /** The whole structure (bk_scbf_info_get). */
@@ -294,19 +296,26 @@ BK_API bk_status bk_scbf_create(bk_scbf **out, const bk_scbf_config *cfg);
  * bk_scbf_flush makes them durable. Opening an existing file writes
  * nothing to it: a file longer than its filters (a crash while growing)
  * opens, and its trailing bytes are cut off by the next growth before it
- * extends the file. Cost: O(filters), the counters
- * are not read. Errors: BK_EINVAL (NULL path or out, bad cfg),
- * BK_ENOTFOUND (cfg NULL and no such file), BK_ECORRUPT (not a bk_scbf
- * file, truncated, a damaged header or filter header, or a state no
- * sequence of operations reaches: docs/design/cbf.md 3.11), BK_EVERSION
- * (newer format), BK_EMISMATCH, BK_EIO (open, ftruncate, mmap failed),
- * BK_ENOMEM. On error *out is untouched, a file this call created is
- * removed and a file that was empty is left empty.
+ * extends the file. A file marked closed cleanly (format version 2,
+ * closed or flushed after its last write) has every filter's checksum
+ * checked: O(counters), one XXH3-64 pass. A file not closed cleanly (a
+ * crash, or format version 1) opens unverified in O(filters), counters
+ * unread (bk_scbf_verified, bk_scbf_verify). Errors: BK_EINVAL (NULL path or
+ * out, bad cfg), BK_ENOTFOUND (cfg NULL and no such file), BK_ECORRUPT (not a
+ * bk_scbf file, truncated, a damaged header or filter header, counters that do
+ * not match the checksums of a file closed cleanly, or a state no sequence of
+ * operations reaches: docs/design/cbf.md 3.11), BK_EVERSION (newer format),
+ * BK_EMISMATCH, BK_EIO (open, ftruncate, mmap failed), BK_ENOMEM. On error *out
+ * is untouched, a file this call created is removed and a file that was empty
+ * is left empty.
  */
 BK_API bk_status bk_scbf_open(bk_scbf **out, const char *path,
                               const bk_scbf_config *cfg);
 
-/** Free (file-backed: unmap and close, without msync). NULL does nothing. */
+/** Free. File-backed, when this handle wrote since its last flush: seal the
+ *  file as bk_scbf_flush does, without recording disk_seqnum (msync,
+ *  checksums, the clean mark), so the next open verifies it; a handle that
+ *  only read writes nothing. NULL does nothing. */
 BK_API void bk_scbf_destroy(bk_scbf *s);
 
 /** The digest of a key for the _hash forms. Errors: BK_EINVAL. */
@@ -337,21 +346,79 @@ BK_API bk_status bk_scbf_remove(bk_scbf *s, const void *key, size_t len,
 BK_API bk_status bk_scbf_remove_hash(bk_scbf *s, bk_hash h, uint64_t id);
 
 /** *out = whether the key may be present in any filter. O(filters). */
-BK_API bk_status bk_scbf_contains(const bk_scbf *s, const void *key,
-                                  size_t len, bool *out);
-BK_API bk_status bk_scbf_contains_hash(const bk_scbf *s, bk_hash h,
-                                       bool *out);
+BK_API bk_status bk_scbf_contains(const bk_scbf *s, const void *key, size_t len,
+                                  bool *out);
+BK_API bk_status bk_scbf_contains_hash(const bk_scbf *s, bk_hash h, bool *out);
 
 /**
- * File-backed: msync every filter, then record disk_seqnum = mem_seqnum in
- * the header and msync it. In memory: nothing to do. Errors: BK_EINVAL,
- * BK_EIO (msync failed; disk_seqnum unchanged).
+ * File-backed: msync every filter, store each filter's checksum (of its
+ * counters, count and ids) and msync it, then record disk_seqnum =
+ * mem_seqnum and mark the file closed cleanly in the header and msync it:
+ * until the next write, a crash leaves a file whose checksums open
+ * verifies. Cost: the msyncs plus one XXH3-64 pass over the counters.
+ * The next write first clears the mark (one msync of the header page).
+ * In memory: nothing to do. Errors: BK_EINVAL, BK_EIO (msync failed;
+ * disk_seqnum unchanged, the file not marked).
  */
 BK_API bk_status bk_scbf_flush(bk_scbf *s);
 
 /** *out = mem_seqnum / disk_seqnum (see the header comment). */
 BK_API bk_status bk_scbf_mem_seqnum(const bk_scbf *s, uint64_t *out);
 BK_API bk_status bk_scbf_disk_seqnum(const bk_scbf *s, uint64_t *out);
+
+/**
+ * *out = whether the counters are known good: true in memory, for a file
+ * this handle created, and for a file that was closed cleanly (destroyed
+ * or flushed after its last write) whose per-filter checksums matched at
+ * open; false for a file not closed cleanly (a process or OS crash after a
+ * write, or a file of format version 1, which has no checksums): run
+ * bk_scbf_verify. A file that says it was closed cleanly and whose
+ * checksums do not match is refused by bk_scbf_open (BK_ECORRUPT).
+ * Errors: BK_EINVAL.
+ */
+BK_API bk_status bk_scbf_verified(const bk_scbf *s, bool *out);
+
+/** What bk_scbf_verify found in one filter. */
+typedef struct bk_scbf_filter_check {
+  uint64_t count;        /**< keys its header counts (added, not removed) */
+  unsigned k;            /**< counters each key adds 1 to */
+  uint64_t expected_sum; /**< k * count (capped at UINT64_MAX) */
+  uint64_t sum;          /**< of its counters below their maximum (capped) */
+  uint64_t saturated;    /**< counters at their maximum */
+  bool stray_bits;       /**< bits set where no operation writes: past
+                              counter m, or in a filter with no id yet */
+  bool consistent;       /**< the rules of bk_scbf_verify hold */
+} bk_scbf_filter_check;
+
+/** What bk_scbf_verify found. */
+typedef struct bk_scbf_verify_result {
+  bool verified;    /**< as bk_scbf_verified: checksums matched at open */
+  bool interrupted; /**< mem_seqnum 0: a crash interrupted the last write */
+  unsigned n_filters;
+  unsigned n_inconsistent; /**< filters whose counters break the rules */
+  bk_scbf_filter_check filters[BK_SCBF_FILTERS_MAX]; /**< [0, n_filters) */
+} bk_scbf_verify_result;
+
+/**
+ * Check every filter's counters against its key count: what can be
+ * checked without a checksum (for a file that opened unverified, after a
+ * crash). Each add adds 1 to k counters and each remove of an added key
+ * takes 1 from k, but a counter at its maximum never moves again; so per
+ * filter: with no saturated counter the counters sum to exactly k * count,
+ * with some the unsaturated ones sum to at most k * count; when the last
+ * write was interrupted (mem_seqnum 0) the sum may also be down to
+ * k * (count - 1); and no bit is set past counter m or in a filter with
+ * no id. A damaged counter (zeroed, overwritten) almost always breaks the
+ * sum; a change that keeps it (two counters moved by +1 and -1) is not
+ * seen, nor is a wrong count of a filter whose counters saturated and
+ * absorbed the difference. Removing keys that were never added (false
+ * positives) also breaks the sum: that was the caller's error. Cost: reads
+ * every counter, O(counters), under the write lock (writers wait).
+ * *out is filled in every case but BK_EINVAL. Returns BK_OK when every
+ * filter is consistent, BK_ECORRUPT when one is not (out says which),
+ * BK_EINVAL (NULL).
+ */
+BK_API bk_status bk_scbf_verify(const bk_scbf *s, bk_scbf_verify_result *out);
 
 /** Parameters, fill, saturation, seqnums; O(counters). Errors: BK_EINVAL. */
 BK_API bk_status bk_scbf_info_get(const bk_scbf *s, bk_scbf_info *out);

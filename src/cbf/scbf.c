@@ -13,7 +13,7 @@
  * File header (128 bytes, little-endian):
  *
  *   0    4  magic "BKIT"            |
- *   4    2  version (1)             |
+ *   4    2  version (2; 1 still opens) |
  *   6    2  type tag 9 (SCBF_FILE)  |
  *   8    4  header length 128       |
  *  12    4  reserved 0              |  immutable, checksummed
@@ -24,7 +24,10 @@
  *  72    8  seqnum (last write begun)
  *  80    8  mem_seqnum (0 or seqnum)
  *  88    8  disk_seqnum (<= seqnum)
- *  96   32  reserved 0
+ *  96    8  clean: 1 when the file was closed cleanly (or flushed) and
+ *           every record's checksum is valid; 0 from the first write after
+ *           open (version 2; version 1 has 0 here: never verified)
+ * 104   24  reserved 0
  *
  * Parameters (40 bytes; at 16 in the file, at 24 in a blob):
  *
@@ -45,7 +48,8 @@
  *  32    8  XXH3-64 of [0, 32)                 |
  *  40    8  count (keys added, not removed)    mutable
  *  48    8  end_id (greatest id added + 1; start_id: none yet)
- *  56    8  reserved 0
+ *  56    8  version 2: XXH3-64 of [0, 56) and the counters, valid when the
+ *           header's clean flag is 1 (version 1 and blobs: 0)
  */
 #define _GNU_SOURCE /* mremap is not used; MAP_* and ftruncate on glibc */
 #include <errno.h>
@@ -202,20 +206,33 @@ static void record_init(unsigned char *h, unsigned index, uint64_t start_id,
  * without ids.
  */
 bk_status bk__scbf_record_check(const unsigned char *h, unsigned index,
-                                uint64_t want_start, const bk__cbf_params *fp) {
+                                uint64_t want_start, const bk__cbf_params *fp,
+                                bool has_sum) {
   BK_RETURN_IF(!sealed(h, 32), BK_ECORRUPT);
   BK_RETURN_IF(bk__load_le64(h + 0) != want_start, BK_ECORRUPT);
   BK_RETURN_IF(bk__load_le64(h + 8) != fp->capacity, BK_ECORRUPT);
   BK_RETURN_IF(bk__load_le64(h + 16) != fp->m, BK_ECORRUPT);
   BK_RETURN_IF(h[24] != fp->k || h[25] != index, BK_ECORRUPT);
   BK_RETURN_IF(!bk__all_zero(h + 26, 6), BK_ECORRUPT);
-  BK_RETURN_IF(!bk__all_zero(h + 56, 8), BK_ECORRUPT);
+  BK_RETURN_IF(!has_sum && !bk__all_zero(h + BK__SCBF_F_SUM, 8), BK_ECORRUPT);
   uint64_t count = bk__load_le64(h + BK__SCBF_F_COUNT),
            end = bk__load_le64(h + BK__SCBF_F_END);
   BK_RETURN_IF(end < want_start, BK_ECORRUPT);
   BK_RETURN_IF(count > BK__SCBF_COUNT_MAX, BK_ECORRUPT);
   BK_RETURN_IF(end == want_start && count != 0, BK_ECORRUPT);
   return BK_OK;
+}
+
+/* The checksum of a version-2 record: XXH3-64 of its header's first 56
+ * bytes (the immutable fields, count and end_id) and of its counters. */
+static uint64_t record_sum(const bk__scbf_filter *f) {
+  XXH3_state_t st;
+  XXH3_INITSTATE(&st);
+  XXH3_64bits_reset(&st);
+  XXH3_64bits_update(&st, f->hdr, BK__SCBF_F_SUM);
+  XXH3_64bits_update(&st, f->hdr + BK__SCBF_RECORD_HEADER,
+                     (size_t)(f->record_bytes - BK__SCBF_RECORD_HEADER));
+  return (uint64_t)XXH3_64bits_digest(&st);
 }
 
 /* ---- the object ---------------------------------------------------------- */
@@ -230,6 +247,8 @@ bk_status bk__scbf_new(const bk__scbf_params *p, const bk_allocator *user,
   s->p = *p;
   s->fd = -1;
   s->hdr = s->mem_hdr;
+  s->version = BK__SCBF_FILE_VERSION;
+  s->verified = true;
   if (pthread_mutex_init(&s->write_lock, NULL) != 0) {
     bk__free(&al, s);
     return BK_ENOMEM;
@@ -251,8 +270,13 @@ void bk__scbf_filter_setup(bk_scbf *s, unsigned i, unsigned char *record,
   f->view.single_writer = true;
 }
 
+static bk_status seal_file(bk_scbf *s, bool record_disk);
+
 void bk_scbf_destroy(bk_scbf *s) {
   if (!s) return;
+  /* Closed cleanly: a handle that wrote leaves the file sealed (an error
+   * leaves the flag clear: the file opens unverified). */
+  if (s->fd >= 0 && s->dirty) (void)seal_file(s, false);
   unsigned n = atomic_load_explicit(&s->n_filters, memory_order_relaxed);
   for (unsigned i = 0; i < n; i++) {
     bk__scbf_filter *f = &s->filters[i];
@@ -352,7 +376,8 @@ static bk_status grow(bk_scbf *s, unsigned i, uint64_t start_id) {
 void bk__scbf_header_init(bk_scbf *s) {
   unsigned char *h = s->hdr;
   memset(h, 0, BK__SCBF_FILE_HEADER);
-  bk__format_write_prefix(h, 1, BK__TYPE_SCBF_FILE, BK__SCBF_FILE_HEADER, 0);
+  bk__format_write_prefix(h, BK__SCBF_FILE_VERSION, BK__TYPE_SCBF_FILE,
+                          BK__SCBF_FILE_HEADER, 0);
   bk__scbf_params_store(h + 16, &s->p);
   seal(h, 56);
   /* create is write 1 */
@@ -380,12 +405,12 @@ bk_status bk_scbf_create(bk_scbf **out, const bk_scbf_config *cfg) {
 
 /* Validate the mapped file header; fills s->p. */
 static bk_status file_header_check(const unsigned char *h, bk__scbf_params *p,
-                                   unsigned *n_filters) {
+                                   unsigned *n_filters, unsigned *version_out) {
   BK_RETURN_IF(memcmp(h, BK__MAGIC, 4) != 0, BK_ECORRUPT);
   BK_RETURN_IF(bk__load_le16(h + 6) != BK__TYPE_SCBF_FILE, BK_ECORRUPT);
   uint16_t version = bk__load_le16(h + 4);
   BK_RETURN_IF(version == 0, BK_ECORRUPT);
-  BK_RETURN_IF(version > 1, BK_EVERSION);
+  BK_RETURN_IF(version > BK__SCBF_FILE_VERSION, BK_EVERSION);
   BK_RETURN_IF(bk__load_le32(h + 8) != BK__SCBF_FILE_HEADER, BK_ECORRUPT);
   BK_RETURN_IF(bk__load_le32(h + 12) != 0, BK_ECORRUPT);
   BK_RETURN_IF(!sealed(h, 56), BK_ECORRUPT);
@@ -396,8 +421,14 @@ static bk_status file_header_check(const unsigned char *h, bk__scbf_params *p,
   BK_TRY(bk__scbf_seqnums_check(bk__load_le64(h + BK__SCBF_H_SEQ),
                                 bk__load_le64(h + BK__SCBF_H_MEM),
                                 bk__load_le64(h + BK__SCBF_H_DISK)));
-  BK_RETURN_IF(!bk__all_zero(h + 96, 32), BK_ECORRUPT);
+  /* Version 1: all reserved. Version 2: the clean flag, 0 or 1. */
+  if (version >= 2)
+    BK_RETURN_IF(bk__load_le64(h + BK__SCBF_H_CLEAN) > 1, BK_ECORRUPT);
+  size_t from = version >= 2 ? BK__SCBF_H_CLEAN + 8 : BK__SCBF_H_CLEAN;
+  BK_RETURN_IF(!bk__all_zero(h + from, BK__SCBF_FILE_HEADER - from),
+               BK_ECORRUPT);
   *n_filters = n;
+  *version_out = version;
   return BK_OK;
 }
 
@@ -416,7 +447,12 @@ static bk_status file_load(bk_scbf *s, uint64_t size) {
   s->hdr_map = m;
   s->hdr = m;
   unsigned n;
-  BK_TRY(file_header_check(s->hdr, &s->p, &n));
+  BK_TRY(file_header_check(s->hdr, &s->p, &n, &s->version));
+  /* Read before the records: a writer in another process clears it before
+   * its first write, so a flag still set after the checksums were computed
+   * means nobody wrote meanwhile. */
+  bool clean = s->version >= 2 && bk__scbf_word_load(s->hdr + BK__SCBF_H_CLEAN);
+  uint64_t seq = bk__scbf_word_load(s->hdr + BK__SCBF_H_SEQ);
   uint64_t offset = BK__SCBF_FILE_HEADER, start = 0;
   for (unsigned i = 0; i < n; i++) {
     bk__cbf_params fp;
@@ -439,7 +475,7 @@ static bk_status file_load(bk_scbf *s, uint64_t size) {
     BK_TRY(file_map_record(s, i, offset, &fp, &record));
     /* Counted as open from here, so destroy unmaps it. */
     atomic_store_explicit(&s->n_filters, i + 1, memory_order_relaxed);
-    BK_TRY(bk__scbf_record_check(record, i, start, &fp));
+    BK_TRY(bk__scbf_record_check(record, i, start, &fp, s->version >= 2));
     /* An older filter had ids (it was full when the next one opened). */
     uint64_t rec_end = bk__load_le64(record + BK__SCBF_F_END);
     BK_RETURN_IF(i + 1 < n && rec_end == start, BK_ECORRUPT);
@@ -451,7 +487,21 @@ static bk_status file_load(bk_scbf *s, uint64_t size) {
    * right now) is left alone: opening never writes. The writer's next
    * growth cuts leftovers before it extends. */
   atomic_store_explicit(&s->file_size, offset, memory_order_relaxed);
-  return BK_OK;
+  s->verified = false;
+  if (!clean) return BK_OK; /* not closed cleanly: unverified */
+  bool sums_match = true;
+  for (unsigned i = 0; i < n && sums_match; i++)
+    sums_match = record_sum(&s->filters[i]) ==
+                 bk__load_le64(s->filters[i].hdr + BK__SCBF_F_SUM);
+  if (sums_match) {
+    s->verified = true;
+    return BK_OK;
+  }
+  /* A mismatch while another process began writing (it cleared the flag,
+   * or wrote, flushed and set it again) is not damage: unverified. */
+  bool unchanged = bk__scbf_word_load(s->hdr + BK__SCBF_H_CLEAN) == 1 &&
+                   bk__scbf_word_load(s->hdr + BK__SCBF_H_SEQ) == seq;
+  return unchanged ? BK_ECORRUPT : BK_OK;
 }
 
 static bool params_equal(const bk__scbf_params *a, const bk__scbf_params *b) {
@@ -515,6 +565,7 @@ bk_status bk_scbf_open(bk_scbf **out, const char *path,
         if (st == BK_OK) {
           bk__scbf_word_store(s->hdr + BK__SCBF_H_MEM, 1);
           memcpy(s->hdr, BK__MAGIC, 4);
+          s->dirty = true; /* sealed when closed */
         }
       }
     }
@@ -544,6 +595,22 @@ bk_status bk_scbf_hash(const bk_scbf *s, const void *key, size_t len,
   BK_RETURN_IF(!s || !out || (!key && len), BK_EINVAL);
   *out = bk__hash_fast(s->p.hash_alg, s->p.seed, key, len);
   return BK_OK;
+}
+
+/*
+ * Before this handle's first write since open (or since it last sealed the
+ * file): clear the clean flag and msync it, so the flag is off on disk
+ * before any counter of the write can reach it and no crash leaves it set
+ * beside counters its checksums do not match. Errors: BK_EIO (the flag is
+ * then clear in memory; nothing else changed).
+ */
+static bk_status mark_dirty(bk_scbf *s) {
+  s->dirty = true;
+  if (s->fd < 0 || s->version < 2 ||
+      bk__scbf_word_load(s->hdr + BK__SCBF_H_CLEAN) == 0)
+    return BK_OK;
+  bk__scbf_word_store(s->hdr + BK__SCBF_H_CLEAN, 0);
+  return msync(s->hdr_map, BK__SCBF_FILE_HEADER, MS_SYNC) == 0 ? BK_OK : BK_EIO;
 }
 
 /* Begin / end a write: seqnum + 1, mem_seqnum 0 meanwhile. */
@@ -576,11 +643,13 @@ static unsigned find_range(const bk_scbf *s, unsigned n, uint64_t id) {
 bk_status bk_scbf_add_hash(bk_scbf *s, bk_hash h, uint64_t id) {
   BK_RETURN_IF(!s || id == UINT64_MAX, BK_EINVAL);
   pthread_mutex_lock(&s->write_lock);
-  bk_status st = BK_OK;
+  bk_status st = BK_LIKELY(s->dirty) ? BK_OK : mark_dirty(s);
   unsigned n = atomic_load_explicit(&s->n_filters, memory_order_relaxed);
   bk__scbf_filter *newest = &s->filters[n - 1];
   unsigned target = n - 1;
-  if (id >= newest->start_id) {
+  if (st != BK_OK) {
+    /* the flag could not be cleared durably: no write */
+  } else if (id >= newest->start_id) {
     uint64_t end = bk__load_le64(newest->hdr + BK__SCBF_F_END);
     uint64_t count = bk__load_le64(newest->hdr + BK__SCBF_F_COUNT);
     if (count >= newest->capacity && end > newest->start_id && id >= end) {
@@ -628,7 +697,8 @@ bk_status bk_scbf_remove_hash(bk_scbf *s, bk_hash h, uint64_t id) {
                            : bk__load_le64(f->hdr + BK__SCBF_F_END);
   /* Only writers change counters and they hold the lock: a key whose
    * counters are all nonzero now can be removed. */
-  if (id >= f->start_id && id < end && bk__cbf_contains(&f->view, h)) {
+  if (id >= f->start_id && id < end && bk__cbf_contains(&f->view, h) &&
+      (BK_LIKELY(s->dirty) || (st = mark_dirty(s)) == BK_OK)) {
     uint64_t seq = write_begin(s);
     st = bk__cbf_remove(&f->view, h);
     uint64_t count = bk__load_le64(f->hdr + BK__SCBF_F_COUNT);
@@ -698,25 +768,46 @@ bk_status bk_scbf_contains(const bk_scbf *s, const void *key, size_t len,
       s, bk__hash_fast(s->p.hash_alg, s->p.seed, key, len), out);
 }
 
-bk_status bk_scbf_flush(bk_scbf *s) {
-  BK_RETURN_IF(!s, BK_EINVAL);
-  if (s->fd < 0) return BK_OK;
-  pthread_mutex_lock(&s->write_lock);
-  bk_status st = BK_OK;
+/*
+ * msync every record; version 2: store each record's checksum and msync
+ * the records again; msync the header; then (record_disk) disk_seqnum =
+ * mem_seqnum and (version 2) the clean flag, and msync the header. The
+ * flag reaches the disk after everything it vouches for. Caller holds the
+ * write lock, or has exclusive access. Errors: BK_EIO (the flag stays
+ * clear, disk_seqnum unchanged).
+ */
+static bk_status seal_file(bk_scbf *s, bool record_disk) {
   unsigned n = atomic_load_explicit(&s->n_filters, memory_order_relaxed);
-  for (unsigned i = 0; i < n && st == BK_OK; i++)
+  for (unsigned i = 0; i < n; i++)
     if (msync(s->filters[i].map, s->filters[i].map_len, MS_SYNC) != 0)
-      st = BK_EIO;
-  if (st == BK_OK && msync(s->hdr_map, BK__SCBF_FILE_HEADER, MS_SYNC) != 0)
-    st = BK_EIO;
-  if (st == BK_OK) {
+      return BK_EIO;
+  if (s->version >= 2) {
+    for (unsigned i = 0; i < n; i++) {
+      bk__scbf_filter *f = &s->filters[i];
+      bk__scbf_word_store(f->hdr + BK__SCBF_F_SUM, record_sum(f));
+      /* Only the page holding the checksum is dirty now. */
+      if (msync(f->map, f->map_len, MS_SYNC) != 0) return BK_EIO;
+    }
+  }
+  if (msync(s->hdr_map, BK__SCBF_FILE_HEADER, MS_SYNC) != 0) return BK_EIO;
+  if (record_disk) {
     /* Everything up to mem_seqnum is on disk now; say so, durably. A
      * mem_seqnum of 0 (reopened after a crash mid-write, nothing written
      * since) would erase the last replay point: keep it. */
     uint64_t mem = bk__scbf_word_load(s->hdr + BK__SCBF_H_MEM);
     if (mem != 0) bk__scbf_word_store(s->hdr + BK__SCBF_H_DISK, mem);
-    if (msync(s->hdr_map, BK__SCBF_FILE_HEADER, MS_SYNC) != 0) st = BK_EIO;
   }
+  if (s->version >= 2) bk__scbf_word_store(s->hdr + BK__SCBF_H_CLEAN, 1);
+  if (msync(s->hdr_map, BK__SCBF_FILE_HEADER, MS_SYNC) != 0) return BK_EIO;
+  s->dirty = false;
+  return BK_OK;
+}
+
+bk_status bk_scbf_flush(bk_scbf *s) {
+  BK_RETURN_IF(!s, BK_EINVAL);
+  if (s->fd < 0) return BK_OK;
+  pthread_mutex_lock(&s->write_lock);
+  bk_status st = seal_file(s, true);
   pthread_mutex_unlock(&s->write_lock);
   return st;
 }
@@ -799,4 +890,74 @@ bk_status bk_scbf_info_get(const bk_scbf *s, bk_scbf_info *out) {
   info.estimated_fpp = none < 0.0 ? -expm1(none) : 0.0;
   *out = info;
   return BK_OK;
+}
+
+bk_status bk_scbf_verified(const bk_scbf *s, bool *out) {
+  BK_RETURN_IF(!s || !out, BK_EINVAL);
+  *out = s->verified;
+  return BK_OK;
+}
+
+/* Filter f's counters: the sum of those below their maximum (128 bits: m
+ * up to 2^40 counters of up to 2^32 - 1) and how many are at it. */
+static void counter_sum(const bk__scbf_filter *f, bk__u128 *sum,
+                        uint64_t *saturated) {
+  const bk_cbf *v = &f->view;
+  bk__u128 total = 0;
+  uint64_t sat = 0;
+  for (uint64_t i = 0; i < v->m; i++) {
+    uint64_t c = bk__cbf_get_at(v->words, v->log_width, v->max, i);
+    if (c == v->max)
+      sat++;
+    else
+      total += c;
+  }
+  *sum = total;
+  *saturated = sat;
+}
+
+static uint64_t clamp64(bk__u128 x) {
+  return x > UINT64_MAX ? UINT64_MAX : (uint64_t)x;
+}
+
+/* Every add adds 1 to k counters (a position drawn twice counts twice)
+ * and every remove of an added key takes 1 from k, except at a saturated
+ * counter, which never moves again. So without saturated counters the sum
+ * is exactly k * count; with some, the unsaturated ones sum to at most
+ * that. A write a crash interrupted (mem_seqnum 0) may have stored its
+ * count and only part of its counters: down to k * (count - 1). */
+static void check_filter(const bk_scbf *s, unsigned i, bool interrupted,
+                         bk_scbf_filter_check *out) {
+  const bk__scbf_filter *f = &s->filters[i];
+  memset(out, 0, sizeof *out);
+  out->count = bk__scbf_word_load(f->hdr + BK__SCBF_F_COUNT);
+  out->k = f->view.k;
+  bk__u128 want = (bk__u128)out->count * out->k, sum;
+  counter_sum(f, &sum, &out->saturated);
+  out->expected_sum = clamp64(want);
+  out->sum = clamp64(sum);
+  bool empty = bk__scbf_word_load(f->hdr + BK__SCBF_F_END) == f->start_id;
+  bk__cbf_params fp = {.m = f->view.m, .width = f->view.width};
+  out->stray_bits = !bk__scbf_counters_ok(
+      f->hdr + BK__SCBF_RECORD_HEADER,
+      (size_t)(f->record_bytes - BK__SCBF_RECORD_HEADER), &fp, empty);
+  bk__u128 low = interrupted && want >= out->k ? want - out->k : want;
+  bool sum_ok = out->saturated ? sum <= want : sum >= low && sum <= want;
+  out->consistent = sum_ok && !out->stray_bits;
+}
+
+bk_status bk_scbf_verify(const bk_scbf *s, bk_scbf_verify_result *out) {
+  BK_RETURN_IF(!s || !out, BK_EINVAL);
+  bk_scbf *w = (bk_scbf *)s; /* the lock is not part of the state */
+  pthread_mutex_lock(&w->write_lock);
+  memset(out, 0, sizeof *out);
+  out->verified = s->verified;
+  out->interrupted = bk__scbf_word_load(s->hdr + BK__SCBF_H_MEM) == 0;
+  out->n_filters = atomic_load_explicit(&s->n_filters, memory_order_acquire);
+  for (unsigned i = 0; i < out->n_filters; i++) {
+    check_filter(s, i, out->interrupted, &out->filters[i]);
+    out->n_inconsistent += !out->filters[i].consistent;
+  }
+  pthread_mutex_unlock(&w->write_lock);
+  return out->n_inconsistent ? BK_ECORRUPT : BK_OK;
 }

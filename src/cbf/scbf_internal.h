@@ -16,6 +16,10 @@
 #define BK__SCBF_FILE_HEADER 128u  /* the file's header */
 #define BK__SCBF_RECORD_HEADER 64u /* each filter's header */
 #define BK__SCBF_BLOB_HEADER 96u   /* H of the serialized form */
+/* File format versions: 1 had no counter checksums; 2 adds the "closed
+ * cleanly" flag (header offset 96) and each record's checksum (offset 56).
+ * A version-1 file opens (unverified) and stays version 1. */
+#define BK__SCBF_FILE_VERSION 2u
 /* Most keys a filter counts (a count near 2^64 would wrap). */
 #define BK__SCBF_COUNT_MAX ((uint64_t)1 << 62)
 
@@ -43,10 +47,17 @@ BK_API uint64_t bk__scbf_record_bytes(const bk__cbf_params *fp);
 BK_API void bk__scbf_params_store(unsigned char *q, const bk__scbf_params *p);
 BK_API bk_status bk__scbf_params_load(const unsigned char *q,
                                       bk__scbf_params *out);
-/* A record header against filter `index`'s parameters. BK_ECORRUPT. */
+/* A record header against filter `index`'s parameters. BK_ECORRUPT. With
+ * has_sum (a version-2 file) the 8 bytes at 56 hold the record's checksum
+ * and may be anything; otherwise (a blob, a version-1 file) they are 0. */
 BK_API bk_status bk__scbf_record_check(const unsigned char *h, unsigned index,
                                        uint64_t want_start,
-                                       const bk__cbf_params *fp);
+                                       const bk__cbf_params *fp, bool has_sum);
+/* Bits of counter storage past counter m are zero (create leaves them so
+ * and no operation touches them), and an empty filter (no ids) has no
+ * counter set. */
+bool bk__scbf_counters_ok(const unsigned char *c, size_t bytes,
+                          const bk__cbf_params *fp, bool empty);
 /* seqnum >= 1, mem_seqnum 0 or seqnum, disk_seqnum <= seqnum. */
 BK_API bk_status bk__scbf_seqnums_check(uint64_t seq, uint64_t mem,
                                         uint64_t disk);
@@ -73,6 +84,10 @@ struct bk_scbf {
   int fd;                     /* -1 in memory */
   void *hdr_map;
   _Atomic uint64_t file_size; /* read by info beside a growing writer */
+  unsigned version;           /* file format version (1 or 2) */
+  bool verified; /* counters known good: in memory, created here, or the
+                    file was closed cleanly and its checksums matched */
+  bool dirty;    /* this handle wrote since it last sealed the file */
   pthread_mutex_t write_lock;
   _Alignas(8) unsigned char mem_hdr[BK__SCBF_FILE_HEADER];
   bk__scbf_filter filters[BK_SCBF_FILTERS_MAX];
@@ -96,6 +111,8 @@ static inline void bk__scbf_word_store(unsigned char *p, uint64_t v) {
 #define BK__SCBF_H_SEQ 72
 #define BK__SCBF_H_MEM 80
 #define BK__SCBF_H_DISK 88
+#define BK__SCBF_H_CLEAN 96 /* version 2: 1 = closed cleanly, sums valid */
+#define BK__SCBF_F_SUM 56   /* version 2: XXH3-64 of the record */
 #define BK__SCBF_F_COUNT 40
 #define BK__SCBF_F_END 48
 
@@ -103,7 +120,8 @@ static inline void bk__scbf_word_store(unsigned char *p, uint64_t v) {
  * BK_ENOMEM, BK_EINVAL (allocator). */
 bk_status bk__scbf_new(const bk__scbf_params *p, const bk_allocator *user,
                        bk_scbf **out);
-/* Write a fresh 128-byte header for s->p (sealed, seqnum 1). */
+/* Write a fresh 128-byte header for s->p (sealed, seqnum 1, the current
+ * file version, not closed cleanly). */
 void bk__scbf_header_init(bk_scbf *s);
 /* In memory: allocate record i (zeroed). Errors: BK_ENOMEM. */
 bk_status bk__scbf_mem_record(bk_scbf *s, unsigned i, const bk__cbf_params *fp,

@@ -97,11 +97,8 @@ bk_status bk_scbf_serialize(const bk_scbf *s, void *buf, size_t cap,
   return BK_OK;
 }
 
-/* Bits of storage past counter m must be zero (create leaves them so and
- * no operation touches them); an empty filter (no ids) has no counters
- * set. */
-static bool counters_ok(const unsigned char *c, size_t bytes,
-                        const bk__cbf_params *fp, bool empty) {
+bool bk__scbf_counters_ok(const unsigned char *c, size_t bytes,
+                          const bk__cbf_params *fp, bool empty) {
   if (empty) return bk__all_zero(c, bytes);
   uint64_t used_bits = fp->m * fp->width; /* m <= 2^40, width <= 32 */
   size_t full = (size_t)(used_bits / 8);
@@ -136,12 +133,12 @@ bk_status bk_scbf_deserialize(const void *buf, size_t len,
     uint64_t bytes = bk__scbf_record_bytes(&fps[i]);
     BK_RETURN_IF(bytes > v.payload_len - off, BK_ECORRUPT);
     const unsigned char *r = v.payload + off;
-    BK_TRY(bk__scbf_record_check(r, i, start, &fps[i]));
+    BK_TRY(bk__scbf_record_check(r, i, start, &fps[i], false));
     uint64_t end = bk__load_le64(r + BK__SCBF_F_END);
     BK_RETURN_IF(i + 1 < n && end == start, BK_ECORRUPT);
-    BK_RETURN_IF(!counters_ok(r + BK__SCBF_RECORD_HEADER,
-                              (size_t)(bytes - BK__SCBF_RECORD_HEADER), &fps[i],
-                              end == start),
+    BK_RETURN_IF(!bk__scbf_counters_ok(r + BK__SCBF_RECORD_HEADER,
+                                       (size_t)(bytes - BK__SCBF_RECORD_HEADER),
+                                       &fps[i], end == start),
                  BK_ECORRUPT);
     start = end;
     off += bytes;

@@ -7,21 +7,30 @@
  *   add FILE [KEY... --id N]     without KEYs: lines "ID KEY" on stdin
  *   remove FILE [KEY... --id N]  the same; a key not there: exit 1
  *   check FILE [KEY...]          without KEYs: one key per stdin line;
- *                                prints "present<TAB>KEY" or "absent<TAB>KEY"
- *   info FILE                    parameters, fill, saturation, seqnums, fpp
- *   flush FILE                   msync, then disk_seqnum = mem_seqnum
+ *                                prints "present<TAB>KEY" or "absent<TAB>KEY";
+ *                                exit 0 all present, 1 one absent (as grep)
+ *   info FILE                    parameters, fill, saturation, seqnums, fpp,
+ *                                whether the counters were verified at open
+ *   flush FILE                   msync, checksums, disk_seqnum = mem_seqnum
+ *   verify FILE                  counter sums against k times the key count
  *
  * add, remove and check take --flush too. Exit status: 0 success, 1 a
- * failure while running (the file cannot be opened, is corrupt, a remove
- * found nothing, a filter is full), 2 a usage error. A key on stdin is the
- * rest of the line after the id and one space or tab (it may hold spaces);
- * the line feed (and a carriage return before it) is not part of it.
+ * failure while running (the file cannot be opened, is damaged, a remove
+ * found nothing, a filter is full, check found a key absent, verify found
+ * counters inconsistent), 2 a usage error. A file closed cleanly has its
+ * counters checked against their checksums when it is opened (damaged:
+ * exit 1); one that was not (a crash, or an old file) opens unverified,
+ * which every action but info and verify notes on stderr. A key on stdin is
+ * the rest of the line after the id and one space or tab (it may hold
+ * spaces); the line feed (and a carriage return before it) is not part of
+ * it.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,8 +96,17 @@ static int flush_file(bk_scbf *s, const char *path) {
   return 1;
 }
 
-static int open_file(const char *path, bk_scbf **out) {
+#define UNVERIFIED "not closed cleanly: counters unverified"
+
+/* Open FILE; 1 after saying why not. `note`: say on stderr when the file
+ * was not closed cleanly. */
+static int open_file(const char *path, bk_scbf **out, bool note) {
   bk_status st = bk_scbf_open(out, path, NULL);
+  bool verified = true;
+  if (st == BK_OK && note && bk_scbf_verified(*out, &verified) == BK_OK &&
+      !verified)
+    fprintf(stderr, PROG ": %s: " UNVERIFIED " (" PROG " verify %s)\n", path,
+            path);
   if (st == BK_OK) return 0;
   const char *why = st == BK_ENOTFOUND  ? "no such file"
                     : st == BK_ECORRUPT ? "not a bloomkit cbf file, or damaged"
@@ -128,6 +146,7 @@ static int cmd_create(int argc, char **argv) {
       .description = "Create FILE: an empty scalable counting filter.",
       .opts = opts,
       .n_opts = sizeof opts / sizeof opts[0],
+      .args = "FILE",
   };
   const char *file;
   int status = parse_one_file(&cmd, argc, argv, &file);
@@ -183,7 +202,60 @@ static int cmd_create(int argc, char **argv) {
 
 enum action { ADD, REMOVE, CHECK };
 
-/* One key: returns 0, or 1 after a message (remove: not found). */
+/*
+ * Why a remove found nothing. A key is removed from the one filter whose
+ * id range holds the id given (ids only choose the filter: inside it any
+ * id of its range will do). So either no filter holds the id (no key was
+ * added with an id that high), or that filter lacks the key: it was never
+ * added, or only under an id of another filter.
+ */
+static void explain_not_removed(const bk_scbf *s, const char *key, size_t len,
+                                uint64_t id) {
+  bk_scbf_info info;
+  bk_scbf_filter_info f = {0};
+  unsigned holder = UINT_MAX;
+  uint64_t top = 0; /* ids below it have a filter */
+  if (bk_scbf_info_get(s, &info) == BK_OK) {
+    for (unsigned i = 0; i < info.n_filters; i++) {
+      bk_scbf_filter_info fi;
+      if (bk_scbf_filter_info_get(s, i, &fi) != BK_OK) continue;
+      top = fi.has_ids ? fi.last_id + 1 : fi.first_id;
+      if (fi.has_ids && id >= fi.first_id && id <= fi.last_id) {
+        holder = i;
+        f = fi;
+      }
+    }
+  }
+  bool present = false;
+  (void)bk_scbf_contains(s, key, len, &present);
+  if (holder == UINT_MAX && present)
+    fprintf(stderr,
+            PROG " remove: '%.*s' (id %" PRIu64
+                 ") not removed: no filter holds id %" PRIu64
+                 " (ids so far: 0-%" PRIu64
+                 "); the key is there: give the id it was added with\n",
+            (int)len, key, id, id, top ? top - 1 : 0);
+  else if (holder == UINT_MAX)
+    fprintf(stderr,
+            PROG " remove: '%.*s' (id %" PRIu64
+                 ") is not there, and no filter holds id %" PRIu64
+                 " (ids so far: 0-%" PRIu64 ")\n",
+            (int)len, key, id, id, top ? top - 1 : 0);
+  else if (present)
+    fprintf(stderr,
+            PROG " remove: '%.*s' (id %" PRIu64
+                 ") not removed: filter %u (ids %" PRIu64 "-%" PRIu64
+                 "), which holds id %" PRIu64
+                 ", does not have it; it is there under an id of another "
+                 "filter\n",
+            (int)len, key, id, holder, f.first_id, f.last_id, id);
+  else
+    fprintf(stderr, PROG " remove: '%.*s' (id %" PRIu64 ") is not there\n",
+            (int)len, key, id);
+}
+
+/* One key: returns 0, or 1 after a message (remove: not found; check:
+ * absent, without a message). */
 static int apply(bk_scbf *s, enum action a, const char *key, size_t len,
                  uint64_t id, const char *path) {
   bk_status st = BK_OK;
@@ -192,15 +264,16 @@ static int apply(bk_scbf *s, enum action a, const char *key, size_t len,
   } else if (a == REMOVE) {
     st = bk_scbf_remove(s, key, len, id);
     if (st == BK_ENOTFOUND) {
-      fprintf(stderr, PROG " remove: '%.*s' (id %" PRIu64 ") is not there\n",
-              (int)len, key, id);
+      explain_not_removed(s, key, len, id);
       return 1;
     }
   } else {
     bool found = false;
     st = bk_scbf_contains(s, key, len, &found);
-    if (st == BK_OK)
+    if (st == BK_OK) {
       printf("%s\t%.*s\n", found ? "present" : "absent", (int)len, key);
+      if (!found) return 1;
+    }
   }
   if (st == BK_EFULL) {
     fprintf(stderr, PROG ": %s: full (every filter it may hold is open)\n",
@@ -228,12 +301,15 @@ static int cmd_keys(int argc, char **argv, enum action a) {
   };
   const bk_cli_command cmd = {
       .prog = prog,
-      .description = a == CHECK
-                         ? "Check keys (arguments, or one per stdin line)."
-                         : "Keys given as arguments take --id; without "
-                           "arguments, stdin lines are \"ID KEY\".",
+      .description =
+          a == CHECK ? "Check keys (arguments, or one per stdin line).\nExit "
+                       "status: 0 every key present, 1 a key absent (or a "
+                       "failure),\n2 a usage error."
+                     : "Keys given as arguments take --id; without "
+                       "arguments, stdin lines are \"ID KEY\".",
       .opts = opts,
       .n_opts = a == CHECK ? 1 : 2,
+      .args = "FILE [KEY...]",
   };
   bk_cli_opt check_opts[] = {opts[1]};
   bk_cli_command check_cmd = cmd;
@@ -251,7 +327,7 @@ static int cmd_keys(int argc, char **argv, enum action a) {
     return bk_cli_usage_error(stderr, prog,
                               "--id is for keys given as arguments");
   bk_scbf *s = NULL;
-  if (open_file(pos[0], &s) != 0) return 1;
+  if (open_file(pos[0], &s, true) != 0) return 1;
   int result = 0;
   if (n_pos > 1) {
     for (int i = 1; i < n_pos && result != 2; i++)
@@ -307,27 +383,78 @@ static int cmd_check(int argc, char **argv) {
   return cmd_keys(argc, argv, CHECK);
 }
 
-/* info and flush: FILE alone. */
-static int cmd_file_only(int argc, char **argv, bool info) {
+/* verify: what bk_scbf_verify found, one line per filter; 0 consistent,
+ * 1 not. */
+static int verify_file(bk_scbf *s, const char *file) {
+  bk_scbf_verify_result r;
+  bk_status st = bk_scbf_verify(s, &r);
+  if (st != BK_OK && st != BK_ECORRUPT) {
+    fprintf(stderr, PROG ": %s: %s\n", file, bk_strerror(st));
+    return 1;
+  }
+  printf("file\t%s\ncounters\t%s\n", file,
+         r.verified ? "verified at open (checksums matched)"
+                    : UNVERIFIED " (no checksum to check)");
+  if (r.interrupted)
+    printf(
+        "last_write\tinterrupted (mem_seqnum 0): a sum down to k * "
+        "(keys - 1) is allowed\n");
+  for (unsigned i = 0; i < r.n_filters; i++) {
+    const bk_scbf_filter_check *c = &r.filters[i];
+    printf("filter %u\tkeys %" PRIu64 " k %u counter_sum %" PRIu64
+           " expected %s%" PRIu64 " saturated %" PRIu64 "%s: %s\n",
+           i, c->count, c->k, c->sum, c->saturated ? "at most " : "",
+           c->expected_sum, c->saturated, c->stray_bits ? " stray_bits" : "",
+           c->consistent ? "consistent" : "INCONSISTENT");
+  }
+  if (r.n_inconsistent == 0) {
+    printf("result\tconsistent (%u filter%s)\n", r.n_filters,
+           r.n_filters == 1 ? "" : "s");
+    return 0;
+  }
+  printf("result\tdamaged: %u of %u filters inconsistent\n", r.n_inconsistent,
+         r.n_filters);
+  fprintf(stderr, PROG ": %s: damaged: counters do not match the key count\n",
+          file);
+  return 1;
+}
+
+enum file_action { INFO, FLUSH, VERIFY };
+
+/* info, flush and verify: FILE alone. */
+static int cmd_file_only(int argc, char **argv, enum file_action a) {
+  static const char *const names[] = {"info", "flush", "verify"};
+  static const char *const descriptions[] = {
+      "Print FILE's parameters, fill, saturated counters, seqnums, estimated\n"
+      "fpp, and whether its counters were verified at open.",
+      "msync FILE, store its checksums, then record disk_seqnum.",
+      "Check each filter's counters against its key count: they sum to\n"
+      "k * keys (at most that with saturated counters), and no bit is set\n"
+      "where no write puts one. For a file not closed cleanly (after a\n"
+      "crash), whose checksums cannot be checked. Reads every counter.\n"
+      "Exit status: 0 consistent, 1 damaged (or a failure), 2 a usage error.",
+  };
+
   char prog[64];
-  snprintf(prog, sizeof prog, PROG " %s", info ? "info" : "flush");
+  snprintf(prog, sizeof prog, PROG " %s", names[a]);
   const bk_cli_command cmd = {
       .prog = prog,
-      .description = info ? "Print FILE's parameters, fill, saturated "
-                            "counters, seqnums and estimated fpp."
-                          : "msync FILE, then record disk_seqnum.",
+      .description = descriptions[a],
+      .args = "FILE",
   };
   const char *file;
   int status = parse_one_file(&cmd, argc, argv, &file);
   if (status != BK_CLI_CONTINUE) return status;
   bk_scbf *s = NULL;
-  if (open_file(file, &s) != 0) return 1;
+  if (open_file(file, &s, a == FLUSH) != 0) return 1;
   int result = 0;
-  if (!info) {
-    result = flush_file(s, file);
+  if (a != INFO) {
+    result = a == FLUSH ? flush_file(s, file) : verify_file(s, file);
     bk_scbf_destroy(s);
     return result;
   }
+  bool verified = false;
+  (void)bk_scbf_verified(s, &verified);
   bk_scbf_info in;
   bk_status st = bk_scbf_info_get(s, &in);
   if (st != BK_OK) {
@@ -336,6 +463,8 @@ static int cmd_file_only(int argc, char **argv, bool info) {
     return 1;
   }
   printf("file\t%s\nfile_size\t%" PRIu64 "\n", file, in.file_size);
+  printf("counters\t%s\n", verified ? "verified at open (checksums matched)"
+                                    : UNVERIFIED " (" PROG " verify)");
   printf("capacity\t%" PRIu64 "\nerror\t%g\ngrowth\t%g\ntightening\t%g\n",
          in.capacity, in.fpp, in.growth, in.tightening);
   printf("counter_bits\t%u\nlayout\t%s\nhash\t%s\nseed\t%" PRIu64 "\n",
@@ -365,10 +494,13 @@ static int cmd_file_only(int argc, char **argv, bool info) {
 }
 
 static int cmd_info(int argc, char **argv) {
-  return cmd_file_only(argc, argv, true);
+  return cmd_file_only(argc, argv, INFO);
 }
 static int cmd_flush(int argc, char **argv) {
-  return cmd_file_only(argc, argv, false);
+  return cmd_file_only(argc, argv, FLUSH);
+}
+static int cmd_verify(int argc, char **argv) {
+  return cmd_file_only(argc, argv, VERIFY);
 }
 
 int bk_cli_cbf(int argc, char **argv) {
@@ -378,11 +510,13 @@ int bk_cli_cbf(int argc, char **argv) {
       {"remove", "remove keys with the ids they were added with", cmd_remove},
       {"check", "check keys", cmd_check},
       {"info", "parameters, fill, saturation, seqnums, fpp", cmd_info},
-      {"flush", "make the file durable (msync)", cmd_flush},
+      {"flush", "make the file durable (msync, checksums)", cmd_flush},
+      {"verify", "check the counters against the key counts", cmd_verify},
   };
   const bk_cli_dispatcher d = {
       .prog = PROG,
       .noun = "action",
+      .extra_usage = PROG " <action> FILE [KEY...] [options]",
       .subs = actions,
       .n_subs = sizeof actions / sizeof actions[0],
   };

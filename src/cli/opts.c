@@ -563,8 +563,10 @@ static void print_wrapped(FILE *out, const char *text, size_t column) {
 }
 
 void bk_cli_help(const bk_cli_command *cmd, FILE *out) {
-  fprintf(out, "usage: %s [options]\n", cmd->prog);
+  fprintf(out, "usage: %s%s%s [options]\n", cmd->prog, cmd->args ? " " : "",
+          cmd->args ? cmd->args : "");
   if (cmd->description) fprintf(out, "\n%s", cmd->description);
+  if (cmd->n_opts == 0) fprintf(out, "\noptions:\n");
   for (size_t i = 0; i < cmd->n_opts; i++) {
     const bk_cli_opt *o = &cmd->opts[i];
     if (o->section)

@@ -170,6 +170,8 @@ typedef struct bk_cli_command {
   const char *epilog;      /* text after the options, or NULL */
   bk_cli_opt *opts;
   size_t n_opts;
+  const char *args; /* positional arguments for the usage line ("FILE
+                       [KEY...]"), or NULL */
 } bk_cli_command;
 
 /*
