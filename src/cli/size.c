@@ -275,8 +275,8 @@ static void print_sizes(const options *o, const size_row *rows) {
   for (size_t i = 0; i < N_SIZE_ROWS; i++) {
     const size_row *r = &rows[i];
     if (!r->ok) {
-      printf("%-18s %14s %9s %3s %10s  (refuses this fpp)\n", r->name, "-", "-",
-             "-", "-");
+      printf("%-18s %14s %9s %3s %10s  (refuses this capacity or fpp)\n",
+             r->name, "-", "-", "-", "-");
       continue;
     }
     printf("%-18s %14zu %9.2f %3u %10.4g\n", r->name, r->bytes,
