@@ -18,6 +18,10 @@ int bk_cli_compare(int argc, char **argv);
  * (bk_scbf): create, add, remove, check, info, flush (cbf.c). */
 int bk_cli_cbf(int argc, char **argv);
 
+/** `bloomkit size`: bytes and fpp of every structure for a capacity and a
+ * target; `--overfill`, the fpp measured past the capacity (size.c). */
+int bk_cli_size(int argc, char **argv);
+
 /* Shared by the subcommands. Each defines PROG (its name for messages)
  * before using TRY_BK, which needs a `fail:` label in the function. */
 #include <stdint.h>

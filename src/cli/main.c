@@ -39,6 +39,10 @@ static const bk_cli_subcommand subcommands[] = {
      "(thesis Fig. 6.7, 6.9); `sim clocks`, Bloom against vector clocks; "
      "`sim dkbf`, d-kBF load balancing",
      bk_cli_sim},
+    {"size",
+     "bytes, bits per key, k and fpp of every structure for a capacity and "
+     "a target fpp; `--overfill`, the fpp at 1, 2 and 4 times the capacity",
+     bk_cli_size},
 };
 
 int main(int argc, char **argv) {
