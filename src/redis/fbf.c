@@ -512,9 +512,42 @@ static bk_status fbf_serialize(const void *obj, void *buf, size_t cap,
   return BK_OK;
 }
 
+/* Is stage i of a chain being loaded one the module could have made, and
+ * (*now) at the same time as the stages before it? Its filter has the
+ * shape stage_create gives every stage of the key (window, period, N, not
+ * adaptive), its capacity is GROW_FACTOR times its elder's, its rate is
+ * above 0 and at most half of what the stages before it leave of the
+ * key's FPP (maybe_grow: the live sum then also held stages dropped
+ * since, so the rate can only be smaller; the 2^-40 slack absorbs the
+ * rounding of that sum in doubles), and it was retired (newest: 0) no
+ * earlier than its elder and no later than the stages' common clock. */
+static bool stage_ok(const fbf_key *key, unsigned i, bool newest_stage,
+                     double live, uint64_t *now) {
+  const fbf_stage *s = &key->stage[i];
+  bk_fbf_info info;
+  uint64_t period =
+      key->window / FBF_PERIODS + (key->window % FBF_PERIODS != 0);
+  if (bk_fbf_info_get(s->filter, &info) != BK_OK || info.adaptive ||
+      info.n_past != FBF_PERIODS - 1 || info.min_window != key->window ||
+      info.refresh_period != period)
+    return false;
+  if (i == 0)
+    *now = info.now;
+  else if (info.now != *now)
+    return false; /* every stage is advanced to the key's time together */
+  if (i > 0 && s->capacity != key->stage[i - 1].capacity * GROW_FACTOR)
+    return false;
+  if (!(s->rate > 0) || s->rate > (key->fpp - live) / 2 * (1 + 0x1p-40))
+    return false;
+  if (newest_stage) return s->retired_at == 0;
+  return s->retired_at <= *now &&
+         (i == 0 || s->retired_at >= key->stage[i - 1].retired_at);
+}
+
 static void *chain_deserialize(const char *buf, size_t len, const char **why) {
   const char *p = buf + sizeof key_magic, *end = buf + len - TRAILER;
-  uint64_t version, flags, window, fpp, unchecked, n, sum;
+  uint64_t version, flags, window, fpp, unchecked, n, sum, now = 0;
+  double live = 0;
   *why = "not a growing FBF key";
   if (len < sizeof key_magic + TRAILER) return NULL;
   const char *trailer = end;
@@ -523,11 +556,12 @@ static void *chain_deserialize(const char *buf, size_t len, const char **why) {
     *why = "checksum mismatch";
     return NULL;
   }
+  /* A growing key is never ADAPTIVE (fbf_create refuses both): flags 0. */
   if (!get_u64(&p, end, &version) || version != KEY_VERSION ||
-      !get_u64(&p, end, &flags) || flags > 1 || !get_u64(&p, end, &window) ||
+      !get_u64(&p, end, &flags) || flags != 0 || !get_u64(&p, end, &window) ||
       window < 1 || window > BK_RM_MAX_MS || !get_u64(&p, end, &fpp) ||
-      !get_u64(&p, end, &unchecked) || !get_u64(&p, end, &n) || n < 1 ||
-      n > FBF_MAX_STAGES)
+      fpp == 0 || !get_u64(&p, end, &unchecked) || !get_u64(&p, end, &n) ||
+      n < 1 || n > FBF_MAX_STAGES)
     return NULL;
   fbf_key *key = key_alloc();
   if (!key) {
@@ -535,7 +569,7 @@ static void *chain_deserialize(const char *buf, size_t len, const char **why) {
     return NULL;
   }
   key->grows = true;
-  key->adaptive = flags;
+  key->adaptive = false;
   key->window = window;
   key->fpp = rate_of_wire(fpp);
   key->adds_unchecked = unchecked;
@@ -546,7 +580,7 @@ static void *chain_deserialize(const char *buf, size_t len, const char **why) {
     if (!get_u64(&p, end, &s->capacity) || s->capacity < 1 ||
         s->capacity > BK_RM_MAX_CAPACITY || !get_u64(&p, end, &rate) ||
         !get_u64(&p, end, &s->retired_at) || !get_u64(&p, end, &blob_len) ||
-        blob_len > (uint64_t)(end - p) || (i + 1 < n) != (s->retired_at != 0)) {
+        blob_len > (uint64_t)(end - p)) {
       key_destroy(key);
       return NULL;
     }
@@ -559,8 +593,17 @@ static void *chain_deserialize(const char *buf, size_t len, const char **why) {
     }
     key->n_stages++;
     p += blob_len;
+    if (!stage_ok(key, (unsigned)i, i + 1 == n, live, &now)) {
+      *why = "a chain of stages no sequence of commands makes";
+      key_destroy(key);
+      return NULL;
+    }
+    live += s->rate;
   }
-  if (p != end) {
+  /* maybe_grow looks every 256th of the newest's capacity (at least every
+   * add) and starts counting again from 0. */
+  uint64_t every = newest(key)->capacity / GROW_CHECK_SHARE;
+  if (p != end || unchecked >= (every ? every : 1)) {
     key_destroy(key);
     return NULL;
   }

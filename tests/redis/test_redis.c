@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bloomkit/hash.h"
 #include "harness.h"
 
 int rh_cluster_scenario(const char *module, const char *kind, bool wait);
@@ -649,6 +650,126 @@ static void single_load_commands(redisContext *c) {
   freeReplyObject(rh_cmd(c, "CONFIG SET rdbcompression yes"));
 }
 
+/* The module's serialized form of `key` (taken out of a DUMP made without
+ * compression, as single_load_commands does) and its clock; malloc'd. */
+static char *dump_blob(redisContext *c, const char *key, uint64_t *clock,
+                       size_t *blob_len) {
+  freeReplyObject(rh_cmd(c, "CONFIG SET rdbcompression no"));
+  redisReply *d = rh_cmd(c, "DUMP %s", key);
+  RH_CHECK(d->type == REDIS_REPLY_STRING, "DUMP %s", key);
+  const unsigned char *p = (const unsigned char *)d->str + 1;
+  const unsigned char *end = (const unsigned char *)d->str + d->len - 10;
+  uint64_t module_id, opcode, len;
+  RH_CHECK(rdb_len(&p, end, &module_id) && rdb_len(&p, end, &opcode) &&
+               opcode == 2 && rdb_len(&p, end, clock) &&
+               rdb_len(&p, end, &opcode) && opcode == 5 &&
+               rdb_len(&p, end, &len) && len <= (size_t)(end - p),
+           "DUMP %s: no clock and blob", key);
+  char *blob = malloc(len);
+  memcpy(blob, p, len);
+  *blob_len = len;
+  freeReplyObject(d);
+  freeReplyObject(rh_cmd(c, "CONFIG SET rdbcompression yes"));
+  return blob;
+}
+
+static uint64_t get_le64(const char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = v << 8 | (unsigned char)p[i];
+  return v;
+}
+static void put_le64(char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (char)(v >> (8 * i));
+}
+
+/* A growing key's chain ("BKFBFKEY", fbf.c) with one field changed and its
+ * XXH3-64 trailer recomputed, so only the range and invariant checks stand
+ * between it and the key: FBF.LOAD must refuse it. */
+static void expect_chain_refused(redisContext *c, const char *blob, size_t len,
+                                 uint64_t clock, size_t off, uint64_t value,
+                                 const char *what) {
+  char *bad = malloc(len);
+  memcpy(bad, blob, len);
+  put_le64(bad + off, value);
+  bk_hash h = {0, 0};
+  (void)bk_hash_bytes(BK_HASH_XXH3, 0, bad, len - 8, &h);
+  put_le64(bad + len - 8, h.lo);
+  redisReply *r = rh_cmd(c, "FBF.LOAD hostile %llu %b",
+                         (unsigned long long)clock, bad, len);
+  RH_CHECK(r->type == REDIS_REPLY_ERROR, "a chain with %s loaded", what);
+  freeReplyObject(r);
+  free(bad);
+}
+
+/* Growing FBF keys: a chain that grew at time 0 (a reachable state) saves
+ * and loads; chains whose fields are in range but no sequence of commands
+ * reaches are refused although their checksum matches. */
+static void single_grow_chain(redisContext *c) {
+  static char items[400][16];
+  const char *argv[403];
+  size_t lens[403];
+  for (int round = 0; round < 2; round++) {
+    const char *key = round ? "g1" : "g0";
+    const char *at = round ? "1000" : "0";
+    freeReplyObject(
+        rh_cmd(c, "FBF.RESERVE %s 1 60000 FPP 0.01 GROW AT %s", key, at));
+    argv[0] = "FBF.ADDAT";
+    argv[1] = key;
+    argv[2] = at;
+    for (int j = 0; j < 400; j++) {
+      snprintf(items[j], sizeof items[j], "g:%d", j);
+      argv[3 + j] = items[j];
+    }
+    for (int j = 0; j < 403; j++) lens[j] = strlen(argv[j]);
+    redisReply *r = redisCommandArgv(c, 403, argv, lens);
+    RH_CHECK(r && r->type == REDIS_REPLY_ARRAY, "FBF.ADDAT %s", key);
+    freeReplyObject(r);
+    RH_CHECK(info_field(c, "FBF.INFO", key, "stages") >= 2, "%s did not grow",
+             key);
+  }
+  /* Grown at time 0: the old stage's retired_at is 0. */
+  redisReply *d = rh_cmd(c, "DUMP g0");
+  redisReply *r = rh_cmd(c, "RESTORE copy 0 %b", d->str, d->len);
+  RH_CHECK(r->type == REDIS_REPLY_STATUS, "RESTORE of a chain grown at 0: %s",
+           r->type == REDIS_REPLY_ERROR ? r->str : "?");
+  freeReplyObject(r);
+  freeReplyObject(d);
+  freeReplyObject(rh_cmd(c, "DEL copy"));
+
+  uint64_t clock;
+  size_t len;
+  char *blob = dump_blob(c, "g1", &clock, &len);
+  RH_CHECK(len > 96 && memcmp(blob, "BKFBFKEY", 8) == 0, "g1 is not a chain");
+  /* header: magic | version 8 | flags 16 | window 24 | fpp 32 | unchecked 40
+   * | n_stages 48; stage 0 at 56: capacity | rate | retired_at | length */
+  const size_t fpp = 32, unchecked = 40, s0 = 56;
+  uint64_t cap0 = get_le64(blob + s0), rate0 = get_le64(blob + s0 + 8);
+  size_t s1 = s0 + 32 + (size_t)get_le64(blob + s0 + 24);
+  RH_CHECK(s1 + 32 < len, "g1: no second stage");
+  /* the unchanged chain, re-sealed, loads */
+  r = rh_cmd(c, "FBF.LOAD copy %llu %b", (unsigned long long)clock, blob, len);
+  RH_CHECK(r->type == REDIS_REPLY_STATUS, "FBF.LOAD g1's chain: %s",
+           r->type == REDIS_REPLY_ERROR ? r->str : "?");
+  freeReplyObject(r);
+  freeReplyObject(rh_cmd(c, "DEL copy"));
+  expect_chain_refused(c, blob, len, clock, 16, 1, "the ADAPTIVE flag");
+  expect_chain_refused(c, blob, len, clock, fpp, 0, "FPP 0");
+  expect_chain_refused(c, blob, len, clock, unchecked, UINT64_MAX,
+                       "2^64 - 1 adds since the last look");
+  expect_chain_refused(c, blob, len, clock, s1, 2 * cap0,
+                       "a stage not 4x its elder");
+  expect_chain_refused(c, blob, len, clock, s0 + 8, get_le64(blob + fpp),
+                       "a stage given the whole FPP");
+  expect_chain_refused(c, blob, len, clock, s1 + 8, rate0 * 4,
+                       "stages over the FPP budget");
+  expect_chain_refused(c, blob, len, clock, s0 + 16, clock + 1000,
+                       "a stage retired after the key's clock");
+  free(blob);
+  RH_CHECK(rh_int(c, "EXISTS hostile") == 0, "a refused chain set the key");
+  freeReplyObject(rh_cmd(c, "DEL g0 g1"));
+  printf("growing FBF chains: reachable ones load, unreachable ones refused\n");
+}
+
 static void single_dump_restore(redisContext *c) {
   const char *keys[] = {"t0", "f0", "tw", "fw", "c0", "c1"};
   for (size_t k = 0; k < 6; k++) {
@@ -792,6 +913,7 @@ static int scenario_single(void) {
   single_commands(c);
   single_dump_restore(c);
   single_load_commands(c);
+  single_grow_chain(c);
   redisFree(c);
   single_restart(n, false);
   rh_kill(n, SIGKILL);
