@@ -856,6 +856,81 @@ static void test_file_crash_unverified(void **state) {
   unlink(path);
 }
 
+/* The clean flag as the file holds it. */
+static uint64_t clean_flag(const char *path) {
+  int fd = open(path, O_RDONLY);
+  assert_true(fd >= 0);
+  unsigned char b[8];
+  assert_int_equal(pread(fd, b, 8, BK__SCBF_H_CLEAN), 8);
+  close(fd);
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = v << 8 | b[i];
+  return v;
+}
+
+/* Two handles on one file (two processes: the review of format 2). Writing
+ * is handed from one to the other, each sealing when it is done: a handle
+ * that wrote before the other flushed must clear the flag again before its
+ * next write (it used to trust its own "dirty" and write beside a set
+ * flag, so a crash then left a file refused as damaged). And a handle that
+ * does not map every filter (another one grew the file since it opened)
+ * must not vouch for the ones it cannot checksum. */
+static void test_file_two_writers(void **state) {
+  (void)state;
+  char path[512];
+  path_of(path, sizeof path, "twowriters.scbf");
+  damage_base(path);
+  bk_scbf *a = NULL, *b = NULL;
+  assert_bk_ok(bk_scbf_open(&a, path, NULL));
+  assert_bk_ok(bk_scbf_open(&b, path, NULL));
+  uint64_t id = 1000;
+  assert_bk_ok(bk_scbf_add(a, &id, 8, id));
+  assert_int_equal(clean_flag(path), 0);
+  id++;
+  assert_bk_ok(bk_scbf_add(b, &id, 8, id));
+  assert_bk_ok(bk_scbf_flush(b));
+  assert_int_equal(clean_flag(path), 1);
+  id++;
+  assert_bk_ok(bk_scbf_add(a, &id, 8, id));
+  assert_int_equal(clean_flag(path), 0); /* cleared before a's write */
+  id++;
+  assert_bk_ok(bk_scbf_remove(b, &(uint64_t){1001}, 8, 1001));
+  assert_bk_ok(bk_scbf_flush(a));
+  assert_int_equal(clean_flag(path), 1);
+  assert_bk_ok(bk_scbf_remove(b, &(uint64_t){1000}, 8, 1000));
+  assert_int_equal(clean_flag(path), 0); /* and before b's remove */
+  bk_scbf_destroy(b);
+  bk_scbf_destroy(a);
+  expect_open(path, BK_OK, "both handles closed");
+
+  /* b grows the file to a second filter, seals, writes to it and dies;
+   * a, which maps filter 0 only, flushes: the file must not say clean. */
+  damage_base(path);
+  assert_bk_ok(bk_scbf_open(&a, path, NULL));
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (bk_scbf_open(&b, path, NULL) != BK_OK) _exit(3);
+    for (uint64_t i = 301; i <= 2500; i++)
+      if (bk_scbf_add(b, &i, 8, i) != BK_OK) _exit(4);
+    if (bk_scbf_flush(b) != BK_OK) _exit(5);
+    uint64_t last = 2501;
+    if (bk_scbf_add(b, &last, 8, last) != BK_OK) _exit(6);
+    raise(SIGKILL);
+    _exit(7);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFSIGNALED(status));
+  assert_bk_ok(bk_scbf_flush(a));
+  bk_scbf_destroy(a);
+  assert_int_equal(clean_flag(path), 0);
+  bk_scbf_verify_result vr;
+  assert_bk_ok(open_and_verify(path, &vr));
+  assert_true(vr.n_filters >= 2);
+  unlink(path);
+}
+
 /* A file of format version 1 (no checksums, no clean flag) opens,
  * unverified, verify checks it, and writing to it keeps it version 1. */
 static void test_file_version1(void **state) {
@@ -1231,6 +1306,7 @@ int main(void) {
       cmocka_unit_test(test_file_unwritten_bytes_set),
       cmocka_unit_test(test_file_damaged_counters),
       cmocka_unit_test(test_file_crash_unverified),
+      cmocka_unit_test(test_file_two_writers),
       cmocka_unit_test(test_file_version1),
       cmocka_unit_test(test_dablooms_procedure),
       cmocka_unit_test(test_crash_safety),

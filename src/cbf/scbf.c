@@ -598,11 +598,13 @@ bk_status bk_scbf_hash(const bk_scbf *s, const void *key, size_t len,
 }
 
 /*
- * Before this handle's first write since open (or since it last sealed the
- * file): clear the clean flag and msync it, so the flag is off on disk
- * before any counter of the write can reach it and no crash leaves it set
- * beside counters its checksums do not match. Errors: BK_EIO (the flag is
- * then clear in memory; nothing else changed).
+ * Before every write: clear the clean flag and msync it when the file
+ * holds it set, so the flag is off on disk before any counter of the write
+ * can reach it and no crash leaves it set beside counters its checksums do
+ * not match. The mapped flag is read, not this handle's `dirty`: another
+ * handle (another process the writing was handed to) may have sealed the
+ * file since this one last wrote. Errors: BK_EIO (the flag is set again,
+ * nothing was written; the next write tries again).
  */
 static bk_status mark_dirty(bk_scbf *s) {
   s->dirty = true;
@@ -610,7 +612,9 @@ static bk_status mark_dirty(bk_scbf *s) {
       bk__scbf_word_load(s->hdr + BK__SCBF_H_CLEAN) == 0)
     return BK_OK;
   bk__scbf_word_store(s->hdr + BK__SCBF_H_CLEAN, 0);
-  return msync(s->hdr_map, BK__SCBF_FILE_HEADER, MS_SYNC) == 0 ? BK_OK : BK_EIO;
+  if (msync(s->hdr_map, BK__SCBF_FILE_HEADER, MS_SYNC) == 0) return BK_OK;
+  bk__scbf_word_store(s->hdr + BK__SCBF_H_CLEAN, 1);
+  return BK_EIO;
 }
 
 /* Begin / end a write: seqnum + 1, mem_seqnum 0 meanwhile. */
@@ -643,7 +647,7 @@ static unsigned find_range(const bk_scbf *s, unsigned n, uint64_t id) {
 bk_status bk_scbf_add_hash(bk_scbf *s, bk_hash h, uint64_t id) {
   BK_RETURN_IF(!s || id == UINT64_MAX, BK_EINVAL);
   pthread_mutex_lock(&s->write_lock);
-  bk_status st = BK_LIKELY(s->dirty) ? BK_OK : mark_dirty(s);
+  bk_status st = mark_dirty(s);
   unsigned n = atomic_load_explicit(&s->n_filters, memory_order_relaxed);
   bk__scbf_filter *newest = &s->filters[n - 1];
   unsigned target = n - 1;
@@ -698,7 +702,7 @@ bk_status bk_scbf_remove_hash(bk_scbf *s, bk_hash h, uint64_t id) {
   /* Only writers change counters and they hold the lock: a key whose
    * counters are all nonzero now can be removed. */
   if (id >= f->start_id && id < end && bk__cbf_contains(&f->view, h) &&
-      (BK_LIKELY(s->dirty) || (st = mark_dirty(s)) == BK_OK)) {
+      (st = mark_dirty(s)) == BK_OK) {
     uint64_t seq = write_begin(s);
     st = bk__cbf_remove(&f->view, h);
     uint64_t count = bk__load_le64(f->hdr + BK__SCBF_F_COUNT);
@@ -797,7 +801,10 @@ static bk_status seal_file(bk_scbf *s, bool record_disk) {
     uint64_t mem = bk__scbf_word_load(s->hdr + BK__SCBF_H_MEM);
     if (mem != 0) bk__scbf_word_store(s->hdr + BK__SCBF_H_DISK, mem);
   }
-  if (s->version >= 2) bk__scbf_word_store(s->hdr + BK__SCBF_H_CLEAN, 1);
+  /* A handle that does not map every filter (another one grew the file
+   * since it opened) cannot checksum them all: it does not vouch. */
+  if (s->version >= 2 && bk__load_le32(s->hdr + BK__SCBF_H_NFILTERS) == n)
+    bk__scbf_word_store(s->hdr + BK__SCBF_H_CLEAN, 1);
   if (msync(s->hdr_map, BK__SCBF_FILE_HEADER, MS_SYNC) != 0) return BK_EIO;
   s->dirty = false;
   return BK_OK;
