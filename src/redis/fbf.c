@@ -239,29 +239,33 @@ static bk_status fbf_create(const bk_rm_param *p, uint64_t now, void **out) {
 }
 
 /* A new newest stage when the newest has reached its rate. A stage that
- * cannot be made (the chain's or capacity's end, memory) leaves the newest
- * taking adds past its rate, as a RESERVE'd filter does past capacity. */
-static void maybe_grow(fbf_key *key, uint64_t now) {
+ * cannot be made (the chain's or capacity's end) leaves the newest taking
+ * adds past its rate, as a RESERVE'd filter does past capacity. False when
+ * a stage was due but memory refused it: that depends on the node (its
+ * max_alloc_mb, its free memory), so the caller must not let a replica
+ * decide it again (add replicates the state instead). */
+static bool maybe_grow(fbf_key *key, uint64_t now) {
   fbf_stage *last = newest(key);
   uint64_t every = last->capacity / GROW_CHECK_SHARE;
-  if (++key->adds_unchecked < (every ? every : 1)) return;
+  if (++key->adds_unchecked < (every ? every : 1)) return true;
   key->adds_unchecked = 0;
   double est = 0, live = 0;
   if (bk_fbf_estimated_fpp(last->filter, BK_FBF_CHECK_DEFAULT, &est) != BK_OK ||
       est < last->rate)
-    return;
+    return true;
   if (key->n_stages == FBF_MAX_STAGES ||
       last->capacity > BK_RM_MAX_CAPACITY / GROW_FACTOR)
-    return;
+    return true;
   for (unsigned i = 0; i < key->n_stages; i++) live += key->stage[i].rate;
   fbf_stage next = {.capacity = last->capacity * GROW_FACTOR,
                     .rate = rate_rounded((key->fpp - live) / 2)};
-  if (!(next.rate > 0) ||
-      stage_create(next.capacity, key->window, GROW_MARGIN * next.rate, false,
+  if (!(next.rate > 0)) return true;
+  if (stage_create(next.capacity, key->window, GROW_MARGIN * next.rate, false,
                    now, &next.filter) != BK_OK)
-    return;
+    return false;
   last->retired_at = now;
   key->stage[key->n_stages++] = next;
+  return true;
 }
 
 static bool key_contains(const fbf_key *key, const char *item, size_t len) {
@@ -274,8 +278,10 @@ static bool key_contains(const fbf_key *key, const char *item, size_t len) {
   return false;
 }
 
-/* 1 when item was absent from every stage and is now in the newest. */
-static bool key_add(fbf_key *key, const char *item, size_t len, uint64_t now) {
+/* 1 when item was absent from every stage and is now in the newest;
+ * *grow_failed set when a stage was due and memory refused it. */
+static bool key_add(fbf_key *key, const char *item, size_t len, uint64_t now,
+                    bool *grow_failed) {
   for (unsigned i = 0; i + 1 < key->n_stages; i++) {
     bool found = false;
     if (bk_fbf_contains(key->stage[i].filter, item, len, &found) == BK_OK &&
@@ -285,8 +291,27 @@ static bool key_add(fbf_key *key, const char *item, size_t len, uint64_t now) {
   bool added = false;
   if (bk_fbf_add_if_absent(newest(key)->filter, item, len, &added) != BK_OK)
     return false;
-  if (added && key->grows) maybe_grow(key, now);
+  if (added && key->grows && !maybe_grow(key, now)) *grow_failed = true;
   return added;
+}
+
+static bk_status fbf_serialized_size(const void *obj, size_t *size);
+static bk_status fbf_serialize(const void *obj, void *buf, size_t cap,
+                               size_t *written);
+
+/* Replicate the key as FBF.LOAD key now blob, so that replicas take the
+ * master's state rather than decide a growth again: true when sent. */
+static bool replicate_state(RedisModuleCtx *ctx, RedisModuleString *name,
+                            const bk_rm_timed *v) {
+  size_t len, written;
+  if (fbf_serialized_size(v->obj, &len) != BK_OK) return false;
+  char *buf = RedisModule_Alloc(len);
+  bool sent =
+      fbf_serialize(v->obj, buf, len, &written) == BK_OK &&
+      RedisModule_Replicate(ctx, "FBF.LOAD", "slb", name, (long long)v->now,
+                            buf, written) == REDISMODULE_OK;
+  RedisModule_Free(buf);
+  return sent;
 }
 
 /* FBF.ADD key item [item ...]
@@ -304,12 +329,24 @@ static int add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
   bk_rm_timed *v =
       bk_rm_open_write(ctx, &fbf_desc, argv[1], explicit_time ? &at : NULL);
   if (!v) return REDISMODULE_OK;
+  /* A replica (or an AOF replay) grows where the master grew: its own
+   * max_alloc_mb must not stop it (the master's stopped the master, which
+   * then replicates its state, below). */
+  bool from_master =
+      RedisModule_GetContextFlags(ctx) &
+      (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING);
+  bool grow_failed = false;
+  bk_rm_from_master = from_master;
   RedisModule_ReplyWithArray(ctx, argc - first);
   for (int i = first; i < argc; i++) {
     size_t len;
     const char *item = RedisModule_StringPtrLen(argv[i], &len);
-    RedisModule_ReplyWithLongLong(ctx, key_add(v->obj, item, len, v->now));
+    RedisModule_ReplyWithLongLong(
+        ctx, key_add(v->obj, item, len, v->now, &grow_failed));
   }
+  bk_rm_from_master = false;
+  if (grow_failed && !from_master && replicate_state(ctx, argv[1], v))
+    return REDISMODULE_OK;
   RedisModule_Replicate(ctx, "FBF.ADDAT", "slv", argv[1], (long long)v->now,
                         argv + first, (size_t)(argc - first));
   return REDISMODULE_OK;

@@ -35,14 +35,15 @@ bk_rm_defaults bk_rm_config = {
  * counters asks for 165 GB): so no single allocation may exceed
  * max_alloc_mb (default 1 GiB, a filter of ~10^9 ids at 1 %), and a larger
  * structure is a BK_ENOMEM error reply. */
+bool bk_rm_from_master;
 static void *rm_alloc(void *ctx, size_t size) {
   (void)ctx;
-  if (size > bk_rm_config.max_alloc) return NULL;
+  if (size > bk_rm_config.max_alloc && !bk_rm_from_master) return NULL;
   return RedisModule_TryAlloc(size);
 }
 static void *rm_realloc(void *ctx, void *ptr, size_t size) {
   (void)ctx;
-  if (size > bk_rm_config.max_alloc) return NULL;
+  if (size > bk_rm_config.max_alloc && !bk_rm_from_master) return NULL;
   return RedisModule_Realloc(ptr, size);
 }
 static void rm_free(void *ctx, void *ptr) {

@@ -48,6 +48,10 @@ typedef struct bk_rm_defaults {
 
 extern bk_rm_defaults bk_rm_config;
 extern const bk_allocator bk_rm_allocator;
+/* Set while a command from the master (or an AOF replay) runs a step whose
+ * outcome must match the master's: bk_rm_allocator then ignores
+ * max_alloc_mb, a node's own setting (only real memory can refuse). */
+extern bool bk_rm_from_master;
 
 /* Upper bounds of numeric arguments (docs/redis.md): times in ms up to
  * 2^40 (34 years), sizes (items per window, per period, at once) up to

@@ -401,7 +401,13 @@ int bk_rm_cmd_load(const bk_rm_type *t, RedisModuleCtx *ctx,
   size_t len;
   const char *buf = RedisModule_StringPtrLen(argv[argc - 1], &len);
   char why[WHY_SIZE];
+  /* A LOAD from the master (its state after a growth it made) loads here
+   * whatever this node's max_alloc_mb. */
+  bk_rm_from_master =
+      RedisModule_GetContextFlags(ctx) &
+      (REDISMODULE_CTX_FLAGS_REPLICATED | REDISMODULE_CTX_FLAGS_LOADING);
   void *nv = value_from_blob(t, buf, len, now, why);
+  bk_rm_from_master = false;
   if (!nv) return bk_rm_arg_error(ctx, "blob", why);
   RedisModuleKey *key =
       RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE);

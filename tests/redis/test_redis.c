@@ -1094,10 +1094,64 @@ static int scenario_replica(void) {
   return 0;
 }
 
+/* ---- growth refused on the master ---------------------------------------
+ * A first-use FBF key's growth is decided again by each replica as it
+ * executes FBF.ADDAT. When the master's memory limit (max_alloc_mb, a
+ * node's own setting) refuses a stage that a replica's limit allows, the
+ * replica must not grow where the master did not: the master then
+ * replicates its state (FBF.LOAD) instead of the adds. */
+static int scenario_replica_grow(void) {
+  rh_set_module_args("fpp 0.0001 max_alloc_mb 1");
+  const char *quick_sync[] = {"--repl-diskless-sync-delay", "0", NULL};
+  rh_node *master = rh_start(quick_sync);
+  redisContext *mc = rh_connect(master->port, 5000);
+  char port[16];
+  snprintf(port, sizeof port, "%d", master->port);
+  rh_set_module_args("fpp 0.0001 max_alloc_mb 64");
+  const char *rargs[] = {"--replicaof", "127.0.0.1", port, NULL};
+  rh_node *replica = rh_start(rargs);
+  redisContext *rc = rh_connect(replica->port, 5000);
+  uint64_t deadline = rh_now_ms() + 30000;
+  for (bool up = false; !up;) {
+    RH_CHECK(rh_now_ms() < deadline, "the replica did not sync");
+    redisReply *r = rh_cmd(rc, "INFO replication");
+    up = strstr(r->str, "master_link_status:up") != NULL;
+    freeReplyObject(r);
+    if (!up) rh_sleep_ms(50);
+  }
+  /* 2 10^5 ids at once: stages of 1000, 4000, 16000 and 64000 ids fit in
+   * 1 MiB allocations, the next (256000 ids, ~1.7 MB of lanes) does not. */
+  fbf_add_many(mc, "g", 1000, "x", 0, 200000);
+  long long replicas = rh_int(mc, "WAIT 1 20000");
+  RH_CHECK(replicas == 1, "WAIT: %lld replicas", replicas);
+  long long stages_m = info_field(mc, "FBF.INFO", "g", "stages");
+  long long stages_r = info_field(rc, "FBF.INFO", "g", "stages");
+  RH_CHECK(stages_m == 4,
+           "the master holds %lld stages, expected 4 (its "
+           "limit refusing the fifth)",
+           stages_m);
+  RH_CHECK(stages_r == stages_m, "replica %lld stages, master %lld", stages_r,
+           stages_m);
+  redisReply *dm = rh_cmd(mc, "DEBUG DIGEST-VALUE g");
+  redisReply *dr = rh_cmd(rc, "DEBUG DIGEST-VALUE g");
+  RH_CHECK(dm->type == REDIS_REPLY_ARRAY && dr->type == REDIS_REPLY_ARRAY &&
+               dm->elements == 1 && dr->elements == 1 &&
+               strcmp(dm->element[0]->str, dr->element[0]->str) == 0,
+           "the replica's key differs from the master's");
+  freeReplyObject(dm);
+  freeReplyObject(dr);
+  RH_CHECK(fbf_count_exists(rc, "g", "x", 0, 200000) == 200000,
+           "the replica forgot ids the master holds");
+  redisFree(rc);
+  redisFree(mc);
+  printf("master + replica, growth refused on the master: replica equal\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr,
-            "usage: test_redis single|replica MODULE\n"
+            "usage: test_redis single|replica|replica_grow MODULE\n"
             "       test_redis cluster MODULE failover|reshard [wait]\n");
     return 2;
   }
@@ -1111,6 +1165,7 @@ int main(int argc, char **argv) {
           "retry_timeout 30000 fpp 0.0001 ops_per_period 2000 max_alloc_mb 64");
   if (strcmp(scenario, "single") == 0) return scenario_single();
   if (strcmp(scenario, "replica") == 0) return scenario_replica();
+  if (strcmp(scenario, "replica_grow") == 0) return scenario_replica_grow();
   fprintf(stderr, "unknown scenario %s\n", scenario);
   return 2;
 }
