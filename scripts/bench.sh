@@ -79,9 +79,10 @@ status=0
 # Run benchmark binary $1 (the rest: its flags), appending everything it
 # prints to $out. The terminal gets a line each time the suite moves on to
 # a new part (the first component of the benchmark names: 1MiB, fbf, idem,
-# ...). Google Benchmark's DEBUG warning is about Debian's libbenchmark
-# package (built without NDEBUG), not about bloomkit's Release code: it
-# stays in the file and gets one line of explanation here.
+# ...), and at least once a minute within a long part. Google Benchmark's
+# DEBUG warning is about Debian's libbenchmark package (built without
+# NDEBUG), not about bloomkit's Release code: it stays in the file and gets
+# one line of explanation here.
 run_bench() {
   bin=$1
   shift
@@ -105,11 +106,12 @@ run_bench() {
       table && $1 ~ /\// && $3 ~ /^(ns|us|ms|s)$/ {
         n++
         split($1, part, "/")
-        if (part[1] != current) {
-          current = part[1]
-          cmd = "date +%s"; cmd | getline now; close(cmd)
-          printf "bench:   %-12s (%d benchmarks done, %d s)\n", current, n - 1, now - t0
+        cmd = "date +%s"; cmd | getline now; close(cmd)
+        if (part[1] != current || now - said >= 60) {
+          printf "bench:   %-12s (%d benchmarks done, %d s)\n", part[1], n - 1, now - t0
           fflush()
+          current = part[1]
+          said = now
         }
       }
       END { if (n) printf "bench:   done: %d benchmarks\n", n }'
