@@ -78,7 +78,7 @@ download_redismodule_h() {
     fi
     $SUDO apt-get update -qq
   fi
-  echo "bootstrap: fetching redismodule.h from the redis $redis_version source into $cache"
+  echo "bootstrap: fetching redismodule.h from the redis $redis_version source package (once)"
   mkdir -p "$cache"
   scratch=$(mktemp -d "$cache/download.XXXXXX")
   (cd "$scratch" &&
