@@ -92,7 +92,7 @@ run_bench() {
   # stdbuf: line-buffered, so the progress follows the run.
   line_buffered=""
   if command -v stdbuf >/dev/null 2>&1; then line_buffered="stdbuf -oL"; fi
-  { $line_buffered "$bin" "$@" 2>&1; echo $? >"$rc_file"; } | tee -a "$out" |
+  { rc=0; $line_buffered "$bin" "$@" 2>&1 || rc=$?; echo "$rc" >"$rc_file"; } | tee -a "$out" |
     awk -v t0="$t0" '
       /Library was built as DEBUG/ {
         print "bench: \"Library was built as DEBUG\" is about Debian'"'"'s libbenchmark," \
@@ -118,6 +118,7 @@ run_bench() {
   rc=$(cat "$rc_file")
   rm -f "$rc_file"
   if [ "$rc" != 0 ]; then
+    tail -5 "$out"
     echo "bench: $(basename "$bin") exited with status $rc (see $out)"
     status=1
   fi
