@@ -12,10 +12,12 @@ set -eu
 # Redis module's tests and benchmark (src/redis, tests/redis, bench/redis);
 # memcached, libmemcached-dev: the kBF's comparison against a real memcached
 # (`bloomkit kbf-experiments --memcached`).
+# valgrind: the README's examples run under it by the test command
+# (tests/run_example.sh).
 PKGS="build-essential cmake pkg-config clang libxxhash-dev libmurmurhash-dev \
 libbenchmark-dev libcmocka-dev debhelper dpkg-dev lintian abigail-tools \
 gnuplot-nox libbloom-dev redis-server redis-tools libhiredis-dev memcached \
-libmemcached-dev"
+libmemcached-dev valgrind"
 
 missing=""
 for p in $PKGS; do

@@ -3,8 +3,8 @@
 # The README's test command. Builds bloomkit (RelWithDebInfo, warnings as
 # errors) into build-test, which also holds the `bloomkit` command the
 # README's examples run, and runs: the cmocka programs through ctest (with
-# the Redis module's and memcached's tests against servers they start on
-# loopback), the ABI check of the built libraries against abi/, a short run
+# the README's C examples, also under valgrind, and the Redis module's and
+# memcached's tests against servers they start on loopback), the ABI check of the built libraries against abi/, a short run
 # of each libFuzzer deserializer target when clang is present (a second
 # build, build-test-fuzz), and the install check (tests/install: installs
 # into a temporary prefix, never into the system). It installs nothing on
