@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Install bloomkit's build dependencies from Debian's archive, only those that
-# are missing. Fast (one dpkg query) when everything is present.
+# are missing, and redismodule.h (below). Prints nothing and changes nothing
+# when everything is present.
 set -eu
 
 # debhelper, dpkg-dev, lintian: the Debian package test (tests/package);
@@ -11,10 +12,12 @@ set -eu
 # Redis module's tests and benchmark (src/redis, tests/redis, bench/redis);
 # memcached, libmemcached-dev: the kBF's comparison against a real memcached
 # (`bloomkit kbf-experiments --memcached`).
+# valgrind: the README's examples run under it by the test command
+# (tests/run_example.sh).
 PKGS="build-essential cmake pkg-config clang libxxhash-dev libmurmurhash-dev \
 libbenchmark-dev libcmocka-dev debhelper dpkg-dev lintian abigail-tools \
 gnuplot-nox libbloom-dev redis-server redis-tools libhiredis-dev memcached \
-libmemcached-dev"
+libmemcached-dev valgrind"
 
 missing=""
 for p in $PKGS; do
@@ -36,8 +39,11 @@ fi
 
 # redismodule.h (the Redis module API, src/redis) is in no Debian binary
 # package: take it from the source package of the installed redis-server,
-# downloaded into build-deps/redis (ignored by git, like every build tree)
-# and never committed. CMake looks for build-deps/redis/redismodule.h.
+# from Debian's archive only, never vendored or committed. It is fetched
+# once per redis version into a cache outside the checkout
+# (${XDG_CACHE_HOME:-~/.cache}/bloomkit/redis-<version>/redismodule.h) and
+# copied from there into build-deps/redis (ignored by git, like every build
+# tree), where CMake looks for it; a fresh clone copies, it does not fetch.
 # A function, so whatever follows it in this script still runs when there
 # is nothing to fetch.
 fetch_redismodule_h() {
@@ -47,6 +53,18 @@ fetch_redismodule_h() {
     ! redis_version=$(dpkg-query -W -f='${Version}' redis-server 2>/dev/null); then
     return 0
   fi
+  cache="${XDG_CACHE_HOME:-$HOME/.cache}/bloomkit/redis-${redis_version#*:}"
+  if [ ! -f "$cache/redismodule.h" ]; then
+    download_redismodule_h
+  fi
+  mkdir -p "$redis_dir"
+  cp "$cache/redismodule.h" "$redis_dir/redismodule.h.tmp"
+  mv "$redis_dir/redismodule.h.tmp" "$redis_dir/redismodule.h"
+}
+
+# Download the source package of redis $redis_version into a scratch
+# directory and keep only src/redismodule.h, in $cache.
+download_redismodule_h() {
   # apt-get source needs a deb-src entry beside the existing binary source:
   # a copy of the deb822 .sources file (Debian 12) or of the one-line
   # sources.list entries with the type changed.
@@ -62,17 +80,20 @@ fetch_redismodule_h() {
     fi
     $SUDO apt-get update -qq
   fi
-  echo "bootstrap: fetching redismodule.h from the redis $redis_version source"
-  mkdir -p "$redis_dir/cache"
-  (cd "$redis_dir/cache" &&
+  echo "bootstrap: fetching redismodule.h from the redis $redis_version source package (once)"
+  mkdir -p "$cache"
+  scratch=$(mktemp -d "$cache/download.XXXXXX")
+  (cd "$scratch" &&
     apt-get source -qq --download-only "redis=$redis_version" 2>&1 |
     grep -v 'unsandboxed' || true)
-  orig=$(ls "$redis_dir"/cache/redis_*.orig.tar.* 2>/dev/null | head -n 1)
+  orig=$(ls "$scratch"/redis_*.orig.tar.* 2>/dev/null | head -n 1)
   if [ -z "$orig" ]; then
+    rm -rf "$scratch"
     echo "bootstrap: could not download the redis $redis_version source package" >&2
     exit 1
   fi
-  tar -xOf "$orig" --wildcards '*/src/redismodule.h' >"$redis_dir/redismodule.h.tmp"
-  mv "$redis_dir/redismodule.h.tmp" "$redis_dir/redismodule.h"
+  tar -xOf "$orig" --wildcards '*/src/redismodule.h' >"$scratch/redismodule.h"
+  mv "$scratch/redismodule.h" "$cache/redismodule.h"
+  rm -rf "$scratch"
 }
 fetch_redismodule_h
