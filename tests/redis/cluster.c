@@ -385,9 +385,10 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
       next_role_check = now + 100;
       if (is_master(nodes[lagging]->port)) {
         rh_restart(nodes[victim]);
-        printf("replica on port %d promoted; restarted the killed node at "
-               "%" PRIu64 " ms\n",
-               nodes[lagging]->port, rh_now_ms() - start);
+        printf(
+            "replica on port %d promoted; restarted the killed node at "
+            "%" PRIu64 " ms\n",
+            nodes[lagging]->port, rh_now_ms() - start);
       }
     }
     if (helper_running) {
@@ -427,9 +428,10 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
       rh_sleep_ms(100);
     }
     rh_restart(nodes[victim]);
-    printf("replica on port %d promoted; restarted the killed node at "
-           "%" PRIu64 " ms\n",
-           nodes[lagging]->port, rh_now_ms() - start);
+    printf(
+        "replica on port %d promoted; restarted the killed node at "
+        "%" PRIu64 " ms\n",
+        nodes[lagging]->port, rh_now_ms() - start);
   }
   /* Let the cluster settle, then resend every op still pending until each
    * is acknowledged (as a client would, within its retry timeout). */
@@ -452,10 +454,29 @@ int rh_cluster_scenario(const char *module, const char *kind, bool wait) {
     snprintf(counter, sizeof counter, "o%u:%u", ops[i].client, ops[i].seq);
     const char *argv[] = {"IDEM.GET", table, counter};
     size_t lens[] = {8, strlen(table), strlen(counter)};
-    redisReply *r = rh_cluster_cmd(&cl, table, 3, argv, lens, 0, NULL);
-    RH_CHECK(
-        r && (r->type == REDIS_REPLY_INTEGER || r->type == REDIS_REPLY_NIL),
-        "IDEM.GET %s %s", table, counter);
+    /* A node still settling (a promotion's aftermath, a slow sanitized
+     * build) may answer with a transient error or not at all: ask again
+     * until the deadline, and fail on anything else. */
+    redisReply *r = NULL;
+    for (uint64_t until = rh_now_ms() + 20000;;) {
+      r = rh_cluster_cmd(&cl, table, 3, argv, lens, 0, NULL);
+      if (r && (r->type == REDIS_REPLY_INTEGER || r->type == REDIS_REPLY_NIL))
+        break;
+      bool transient = !r || (r->type == REDIS_REPLY_ERROR &&
+                              (strncmp(r->str, "CLUSTERDOWN", 11) == 0 ||
+                               strncmp(r->str, "TRYAGAIN", 8) == 0 ||
+                               strncmp(r->str, "LOADING", 7) == 0 ||
+                               strncmp(r->str, "MOVED", 5) == 0 ||
+                               strncmp(r->str, "ASK", 3) == 0));
+      RH_CHECK(transient && rh_now_ms() < until, "IDEM.GET %s %s: %s", table,
+               counter,
+               !r                             ? "no reply"
+               : r->type == REDIS_REPLY_ERROR ? r->str
+                                              : "not an integer");
+      if (r) freeReplyObject(r);
+      rh_sleep_ms(100);
+      rh_cluster_refresh(&cl);
+    }
     long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
     freeReplyObject(r);
     if (v == 0) st.lost++;
