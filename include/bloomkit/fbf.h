@@ -115,7 +115,7 @@ BK_API bk_status bk_fbf_hash(const bk_fbf *f, const void *key, size_t len,
  * is in both already, so it is remembered from now for the whole window.
  * (The thesis' Algorithm 1 skips any element the check finds, which forgets
  * an element that was a false positive of older filters early:
- * docs/design/fbf.md 5.7.) Errors: BK_EINVAL.
+ * docs/design/fbf.md 5.14.) Errors: BK_EINVAL.
  */
 BK_API bk_status bk_fbf_add(bk_fbf *f, const void *key, size_t len);
 BK_API bk_status bk_fbf_add_hash(bk_fbf *f, bk_hash h);

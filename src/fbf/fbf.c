@@ -412,7 +412,7 @@ bk_status bk_fbf_contains(const bk_fbf *f, const void *key, size_t len,
  * only in an older pair, or in the oldest filter alone, may be a false
  * positive of filters that are dropped within a period or two, and skipped
  * it would be forgotten long before s + (N+1) t (docs/design/fbf.md,
- * errata). */
+ * errata, 5.14). */
 static bool in_future_and_present(const bk_fbf *f, const uint64_t *lanes) {
   for (;;) {
     uint64_t st = __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
