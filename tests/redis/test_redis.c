@@ -985,6 +985,18 @@ static int scenario_single(void) {
 
 /* ---- master + replica ---------------------------------------------------- */
 
+/* Until the replica's link to its master is up (its full sync done). */
+static void wait_synced(redisContext *rc) {
+  uint64_t deadline = rh_now_ms() + 30000;
+  for (bool up = false; !up;) {
+    RH_CHECK(rh_now_ms() < deadline, "the replica did not sync");
+    redisReply *r = rh_cmd(rc, "INFO replication");
+    up = strstr(r->str, "master_link_status:up") != NULL;
+    freeReplyObject(r);
+    if (!up) rh_sleep_ms(50);
+  }
+}
+
 static int scenario_replica(void) {
   const char *quick_sync[] = {"--repl-diskless-sync-delay", "0", NULL};
   rh_node *master = rh_start(quick_sync);
@@ -1009,14 +1021,7 @@ static int scenario_replica(void) {
   rh_node *replica = rh_start(rargs);
   redisContext *rc = rh_connect(replica->port, 5000);
   /* The full sync (an RDB of the module's types) done before the stream. */
-  uint64_t deadline = rh_now_ms() + 30000;
-  for (bool up = false; !up;) {
-    RH_CHECK(rh_now_ms() < deadline, "the replica did not sync");
-    redisReply *r = rh_cmd(rc, "INFO replication");
-    up = strstr(r->str, "master_link_status:up") != NULL;
-    freeReplyObject(r);
-    if (!up) rh_sleep_ms(50);
-  }
+  wait_synced(rc);
   /* Then the stream: explicit creations, applied ops, retries, adds. */
   freeReplyObject(rh_cmd(mc, "CBF.RESERVE cfb 1000 FPP 0.01 BITS 8 BLOCKED"));
   freeReplyObject(rh_cmd(mc, "FBF.RESERVE fa 100 3000 ADAPTIVE"));
@@ -1117,14 +1122,7 @@ static int scenario_replica_grow(void) {
   const char *rargs[] = {"--replicaof", "127.0.0.1", port, NULL};
   rh_node *replica = rh_start(rargs);
   redisContext *rc = rh_connect(replica->port, 5000);
-  uint64_t deadline = rh_now_ms() + 30000;
-  for (bool up = false; !up;) {
-    RH_CHECK(rh_now_ms() < deadline, "the replica did not sync");
-    redisReply *r = rh_cmd(rc, "INFO replication");
-    up = strstr(r->str, "master_link_status:up") != NULL;
-    freeReplyObject(r);
-    if (!up) rh_sleep_ms(50);
-  }
+  wait_synced(rc);
   /* 2 10^5 ids at once: stages of 1000, 4000, 16000 and 64000 ids fit in
    * 1 MiB allocations, the next (256000 ids, ~1.7 MB of lanes) does not. */
   fbf_add_many(mc, "g", 1000, "x", 0, 200000);
