@@ -11,7 +11,8 @@
  * golden blobs of every type: a change of any serialized form (or of the
  * hashing that places bits) fails it until the format's version history in
  * docs/design/format.md and the corpus (scripts/fuzz.sh --regen-seeds) are
- * updated together. Everything here is deterministic: fixed seeds, fixed clocks.
+ * updated together. Everything here is deterministic: fixed seeds, fixed
+ * clocks.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include "bloomkit/kbf.h"
 #include "bloomkit/rbf.h"
 #include "codecs.h"
+#include "fbf_helpers.h"
 
 static const char *g_dir;
 static int g_check, g_failed, g_count;
@@ -195,18 +197,8 @@ static void seeds_fbf(void) {
                          .hash_alg = BK_HASH_MURMUR3,
                          .seed = 7};
   fbf_shape("fixed-spare-slots", &spare, 3, 4);
-  bk_fbf_config adaptive = {.m_bits = 256,
-                            .k = 3,
-                            .n_past = 1,
-                            .refresh_period = 100,
-                            .adaptive = true,
-                            .target_fpp = 0.01,
-                            .adapt_interval = 50,
-                            .period_step = 20,
-                            .min_period = 40,
-                            .max_period = 200,
-                            .max_filters = 8,
-                            .seed = 6};
+  /* The adaptive FBF the tests use (tests/fbf_helpers.c). */
+  bk_fbf_config adaptive = fbf_small_adaptive_config();
   fbf_shape("adaptive-empty", &adaptive, 0, 0);
   fbf_shape("adaptive-grown", &adaptive, 6, 40); /* fpp over target */
   fbf_shape("adaptive-idle", &adaptive, 12, 0);  /* shrinks, t grows */
