@@ -270,15 +270,26 @@ static inline uint64_t probe_lanes(const bk_fbf *f, const uint64_t *lanes,
   return acc;
 }
 
-static bool check_lanes(const bk_fbf *f, const uint64_t *lanes,
-                        bk_fbf_check check) {
+/* The key's lanes probed under one state, again when a refresh published
+ * another meanwhile. The rule is the check's (`check`), or with
+ * `future_and_present` only the pair of the future and the present filter
+ * (in_future_and_present). */
+static inline bool probe_stable(const bk_fbf *f, const uint64_t *lanes,
+                                bk_fbf_check check, bool future_and_present) {
   for (;;) {
     uint64_t st = __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
-    rule r = rule_of(f, st, check);
+    rule r = future_and_present
+                 ? (rule){0, (uint64_t)1 << BK__ST_HEAD(st), f->width - 1}
+                 : rule_of(f, st, check);
     uint64_t acc = probe_lanes(f, lanes, st, &r);
     if (__atomic_load_n(&f->state, __ATOMIC_ACQUIRE) != st) continue;
     return acc != 0;
   }
+}
+
+static bool check_lanes(const bk_fbf *f, const uint64_t *lanes,
+                        bk_fbf_check check) {
+  return probe_stable(f, lanes, check, false);
 }
 
 static bool check_hash(const bk_fbf *f, bk_hash h, bk_fbf_check check) {
@@ -414,14 +425,8 @@ bk_status bk_fbf_contains(const bk_fbf *f, const void *key, size_t len,
  * it would be forgotten long before s + (N+1) t (docs/design/fbf.md,
  * errata, 5.14). */
 static bool in_future_and_present(const bk_fbf *f, const uint64_t *lanes) {
-  for (;;) {
-    uint64_t st = __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
-    /* a pair rule at the future's slot: future and present (head + 1) */
-    rule r = {0, (uint64_t)1 << BK__ST_HEAD(st), f->width - 1};
-    uint64_t acc = probe_lanes(f, lanes, st, &r);
-    if (__atomic_load_n(&f->state, __ATOMIC_ACQUIRE) != st) continue;
-    return acc != 0;
-  }
+  /* a pair rule at the future's slot: future and present (head + 1) */
+  return probe_stable(f, lanes, f->check, true);
 }
 
 static inline void insert_checked(bk_fbf *f, bk_hash h, const uint64_t *lanes) {
