@@ -3,9 +3,9 @@
  * bk_idem: a table of named int64 counters behind one duplicate filter of
  * applied op ids (fbf-thesis Sec. 5.4: a table-level FBF).
  *
- * The table is 256 stripes, each a mutex and a chained hash table of its
- * own that grows by doubling; a key's stripe and bucket come from one
- * digest of the key. An add holds its key's stripe lock across
+ * The table is 256 stripes, each a mutex and an open-addressed table of
+ * its own (idem_table.c) that grows by doubling; a key's stripe and slot
+ * come from one digest of the key. An add holds its key's stripe lock across
  * "is this op id new?" and "apply", so a duplicate is answered with a
  * value that includes the original, and the filter's linearizable
  * add_if_absent makes concurrent adds of one op id apply it once even
@@ -32,74 +32,21 @@
 #define DEFAULT_FPP 0.001
 #define DEFAULT_OPS_PER_PERIOD 100000u
 
-/* ---- the table ---------------------------------------------------------- */
+/* ---- the table ----------------------------------------------------------
+ * One stripe's slots are in idem_table.c. */
 
 static bk_hash key_hash(const bk_idem *t, const void *key, size_t len) {
   return bk__hash_fast(t->hash_alg, t->seed, key, len);
 }
 
-static inline bk__idem_stripe *stripe_of(const bk_idem *t, bk_hash h) {
-  return (bk__idem_stripe *)&t->stripes[h.hi % BK__IDEM_STRIPES];
-}
-
-static bk__idem_entry *find(const bk__idem_stripe *s, uint64_t hash,
-                            const void *key, size_t len) {
-  for (bk__idem_entry *e = s->buckets[hash & (s->n_buckets - 1)]; e;
-       e = e->next)
-    if (e->hash == hash && e->len == len && memcmp(e->key, key, len) == 0)
-      return e;
-  return NULL;
-}
-
-static void link_entry(bk__idem_stripe *s, bk__idem_entry *e) {
-  bk__idem_entry **b = &s->buckets[e->hash & (s->n_buckets - 1)];
-  e->next = *b;
-  *b = e;
-  s->n++;
-}
-
-/* Double the buckets when the chains average over 2. A failed allocation
- * only leaves the chains longer. */
-static void maybe_grow(bk_idem *t, bk__idem_stripe *s) {
-  if (s->n < 2 * s->n_buckets || s->n_buckets > ((uint64_t)1 << 40)) return;
-  uint64_t nb = s->n_buckets * 2;
-  bk__idem_entry **fresh = bk__calloc(&t->alloc, (size_t)nb, sizeof *fresh);
-  if (!fresh) return;
-  for (uint64_t i = 0; i < s->n_buckets; i++) {
-    for (bk__idem_entry *e = s->buckets[i], *next; e; e = next) {
-      next = e->next;
-      bk__idem_entry **b = &fresh[e->hash & (nb - 1)];
-      e->next = *b;
-      *b = e;
-    }
-  }
-  bk__free(&t->alloc, s->buckets);
-  s->buckets = fresh;
-  s->n_buckets = nb;
-}
-
-static bk__idem_entry *new_entry(bk_idem *t, uint64_t hash, const void *key,
-                                 size_t len) {
-  bk__idem_entry *e = bk__malloc(&t->alloc, sizeof *e + len);
-  if (!e) return NULL;
-  e->next = NULL;
-  e->hash = hash;
-  e->value = 0;
-  e->len = (uint32_t)len;
-  memcpy(e->key, key, len);
-  return e;
-}
-
 bk_status bk__idem_restore_key(bk_idem *t, const void *key, size_t len,
                                int64_t value) {
   bk_hash kh = key_hash(t, key, len);
-  bk__idem_stripe *st = stripe_of(t, kh);
-  BK_RETURN_IF(find(st, kh.lo, key, len), BK_ECORRUPT); /* a key twice */
-  bk__idem_entry *e = new_entry(t, kh.lo, key, len);
-  BK_RETURN_IF(!e, BK_ENOMEM);
-  e->value = value;
-  link_entry(st, e);
-  maybe_grow(t, st);
+  bk__idem_stripe *st = bk__idem_stripe_of(t, kh);
+  BK_RETURN_IF(bk__idem_find(st, kh, key, len), BK_ECORRUPT); /* a key twice */
+  bk__idem_reservation r;
+  BK_TRY(bk__idem_reserve(t, st, kh, key, len, &r));
+  (void)bk__idem_commit(st, &r, value);
   return BK_OK;
 }
 
@@ -117,23 +64,16 @@ bk_status bk__idem_init_stripes(bk_idem *t, uint64_t expected_keys) {
   (void)pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
 #endif
   bk_status st = BK_OK;
-  uint64_t per = expected_keys / BK__IDEM_STRIPES + 1;
-  uint64_t nb = 8;
-  while (nb < per && nb < ((uint64_t)1 << 30)) nb *= 2;
+  uint64_t per = expected_keys ? expected_keys / BK__IDEM_STRIPES + 1 : 0;
   for (unsigned i = 0; i < BK__IDEM_STRIPES; i++) {
     bk__idem_stripe *s = &t->stripes[i];
-    s->buckets = bk__calloc(&t->alloc, (size_t)nb, sizeof *s->buckets);
-    if (!s->buckets) {
-      st = BK_ENOMEM;
-      break;
-    }
-    s->n_buckets = nb;
     if (pthread_mutex_init(&s->mu, &attr) != 0) {
-      bk__free(&t->alloc, s->buckets);
-      s->buckets = NULL;
       st = BK_ENOMEM;
       break;
     }
+    /* From here on s->slots is set: destroy's sign of a live mutex. */
+    st = bk__idem_table_init(t, s, per);
+    if (st != BK_OK) break;
   }
   pthread_mutexattr_destroy(&attr);
   return st;
@@ -143,13 +83,8 @@ void bk_idem_destroy(bk_idem *t) {
   if (!t) return;
   for (unsigned i = 0; t->stripes && i < BK__IDEM_STRIPES; i++) {
     bk__idem_stripe *s = &t->stripes[i];
-    if (!s->buckets) continue;
-    for (uint64_t b = 0; b < s->n_buckets; b++)
-      for (bk__idem_entry *e = s->buckets[b], *next; e; e = next) {
-        next = e->next;
-        bk__free(&t->alloc, e);
-      }
-    bk__free(&t->alloc, s->buckets);
+    if (!s->slots) continue; /* its mutex was never made */
+    bk__idem_table_free(t, s);
     pthread_mutex_destroy(&s->mu);
   }
   bk__region_free(&t->alloc, &t->stripe_region);
@@ -292,11 +227,13 @@ bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
   bk_hash kh = key_hash(t, key, len);
   bk_hash oh = {0, 0};
   if (t->fbf || t->rbf) oh = op_hash(t, id);
-  bk__idem_stripe *s = stripe_of(t, kh);
-  /* Start the filter's cache misses before queueing on the lock. */
+  bk__idem_stripe *s = bk__idem_stripe_of(t, kh);
+  /* Start the cache misses (the key's slot, the filter's lanes) before
+   * queueing on the lock. */
+  bk__idem_table_prefetch(t, kh);
   if (t->fbf) bk__fbf_prefetch(t->fbf, oh);
   pthread_mutex_lock(&s->mu);
-  bk__idem_entry *e = find(s, kh.lo, key, len);
+  bk__idem_slot *e = bk__idem_find(s, kh, key, len);
   int64_t current = e ? e->value : 0, next;
   if (__builtin_add_overflow(current, delta, &next)) {
     /* A retry is a duplicate whatever its delta would do, so a retry of
@@ -315,12 +252,15 @@ bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
     if (outcome) *outcome = BK_IDEM_DUPLICATE;
     return BK_OK;
   }
-  bk__idem_entry *fresh = NULL;
+  /* A new key: its slot (and a long key's copy) before the filter records
+   * the op id, so a failed add leaves no trace. (A new key starts at 0, so
+   * it never overflows.) */
+  bk__idem_reservation fresh = {0};
   if (!e) {
-    fresh = new_entry(t, kh.lo, key, len);
-    if (!fresh) {
+    bk_status rs = bk__idem_reserve(t, s, kh, key, len, &fresh);
+    if (rs != BK_OK) {
       pthread_mutex_unlock(&s->mu);
-      return BK_ENOMEM;
+      return rs;
     }
   }
   bool added = true;
@@ -329,24 +269,19 @@ bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
     fs = bk_fbf_add_if_absent_hash(t->fbf, oh, &added);
   else if (t->rbf)
     fs = bk_rbf_add_if_absent_hash(t->rbf, oh, &added);
-  if (fs != BK_OK) {
-    bk__free(&t->alloc, fresh);
+  if (fs != BK_OK || !added) {
+    if (!e) bk__idem_abandon(t, &fresh);
+    if (fs == BK_OK) s->duplicates++;
     pthread_mutex_unlock(&s->mu);
-    return fs;
-  }
-  if (added) {
-    if (fresh) {
-      e = fresh;
-      link_entry(s, e);
-      maybe_grow(t, s);
-    }
-    __atomic_store_n(&e->value, next, __ATOMIC_RELAXED);
-    s->applied++;
+    if (fs != BK_OK) return fs;
   } else {
-    bk__free(&t->alloc, fresh);
-    s->duplicates++;
+    if (e)
+      e->value = next;
+    else
+      (void)bk__idem_commit(s, &fresh, next);
+    s->applied++;
+    pthread_mutex_unlock(&s->mu);
   }
-  pthread_mutex_unlock(&s->mu);
   if (value) *value = added ? next : current;
   if (outcome) *outcome = added ? BK_IDEM_APPLIED : BK_IDEM_DUPLICATE;
   return BK_OK;
@@ -357,9 +292,9 @@ bk_status bk_idem_get(const bk_idem *t, const void *key, size_t len,
   BK_RETURN_IF(!value, BK_EINVAL);
   BK_TRY(check_key(t, key, len));
   bk_hash kh = key_hash(t, key, len);
-  bk__idem_stripe *s = stripe_of(t, kh);
+  bk__idem_stripe *s = bk__idem_stripe_of(t, kh);
   pthread_mutex_lock(&s->mu);
-  bk__idem_entry *e = find(s, kh.lo, key, len);
+  bk__idem_slot *e = bk__idem_find(s, kh, key, len);
   if (e) *value = e->value;
   pthread_mutex_unlock(&s->mu);
   return e ? BK_OK : BK_ENOTFOUND;
@@ -368,18 +303,10 @@ bk_status bk_idem_get(const bk_idem *t, const void *key, size_t len,
 bk_status bk_idem_remove(bk_idem *t, const void *key, size_t len) {
   BK_TRY(check_key(t, key, len));
   bk_hash kh = key_hash(t, key, len);
-  bk__idem_stripe *s = stripe_of(t, kh);
+  bk__idem_stripe *s = bk__idem_stripe_of(t, kh);
   pthread_mutex_lock(&s->mu);
-  bk__idem_entry **pp = &s->buckets[kh.lo & (s->n_buckets - 1)];
-  bk__idem_entry *e;
-  while ((e = *pp) &&
-         !(e->hash == kh.lo && e->len == len && memcmp(e->key, key, len) == 0))
-    pp = &e->next;
-  if (e) {
-    *pp = e->next;
-    s->n--;
-    bk__free(&t->alloc, e);
-  }
+  bk__idem_slot *e = bk__idem_find(s, kh, key, len);
+  if (e) bk__idem_erase(t, s, e);
   pthread_mutex_unlock(&s->mu);
   return e ? BK_OK : BK_ENOTFOUND;
 }
@@ -390,12 +317,14 @@ bk_status bk_idem_iterate(const bk_idem *t,
                           void *ctx) {
   BK_RETURN_IF(!t || !fn, BK_EINVAL);
   for (unsigned i = 0; i < BK__IDEM_STRIPES; i++) {
-    bk__idem_stripe *s = (bk__idem_stripe *)&t->stripes[i];
+    bk__idem_stripe *s = &t->stripes[i];
     pthread_mutex_lock(&s->mu);
     int stop = 0;
-    for (uint64_t b = 0; b < s->n_buckets && !stop; b++)
-      for (bk__idem_entry *e = s->buckets[b]; e && !stop; e = e->next)
-        stop = fn(ctx, e->key, e->len, e->value);
+    for (uint64_t j = 0; j <= s->mask && !stop; j++) {
+      const bk__idem_slot *e = &s->slots[j];
+      if (bk__idem_slot_used(e))
+        stop = fn(ctx, bk__idem_slot_key(e), bk__idem_slot_len(e), e->value);
+    }
     pthread_mutex_unlock(&s->mu);
     if (stop) break;
   }
@@ -418,17 +347,14 @@ bk_status bk_idem_info_get(const bk_idem *t, bk_idem_info *out) {
   BK_RETURN_IF(!t || !out, BK_EINVAL);
   memset(out, 0, sizeof *out);
   out->strategy = t->strategy;
-  size_t table = sizeof *t;
+  size_t table = sizeof *t + t->stripe_region.size;
   for (unsigned i = 0; i < BK__IDEM_STRIPES; i++) {
-    bk__idem_stripe *s = (bk__idem_stripe *)&t->stripes[i];
+    bk__idem_stripe *s = &t->stripes[i];
     pthread_mutex_lock(&s->mu);
     out->keys += s->n;
     out->applied += s->applied;
     out->duplicates += s->duplicates;
-    table += (size_t)s->n_buckets * sizeof(bk__idem_entry *);
-    for (uint64_t b = 0; b < s->n_buckets; b++)
-      for (bk__idem_entry *e = s->buckets[b]; e; e = e->next)
-        table += sizeof *e + e->len;
+    table += bk__idem_table_memory(s);
     pthread_mutex_unlock(&s->mu);
   }
   out->table_memory = table;

@@ -6,7 +6,7 @@
  * with its value. Serializing holds every stripe's lock so the filter and
  * the values agree; loading checks the header, the filter and each key
  * record, and rebuilds the table through bk__idem_restore_key. The table
- * itself is in idem.c.
+ * itself is in idem.c and idem_table.c.
  */
 #include <pthread.h>
 #include <string.h>
@@ -39,9 +39,9 @@ static bk_status filter_size(const bk_idem *t, size_t *out) {
 static size_t records_size(const bk_idem *t, unsigned i) {
   size_t total = 0;
   const bk__idem_stripe *s = &t->stripes[i];
-  for (uint64_t b = 0; b < s->n_buckets; b++)
-    for (const bk__idem_entry *e = s->buckets[b]; e; e = e->next)
-      total += 12 + e->len;
+  for (uint64_t j = 0; j <= s->mask; j++)
+    if (bk__idem_slot_used(&s->slots[j]))
+      total += 12 + bk__idem_slot_len(&s->slots[j]);
   return total;
 }
 
@@ -103,14 +103,16 @@ static bk_status serialize_locked(const bk_idem *t, unsigned char *p,
     const bk__idem_stripe *s = &t->stripes[i];
     applied += s->applied;
     duplicates += s->duplicates;
-    for (uint64_t b = 0; b < s->n_buckets; b++)
-      for (bk__idem_entry *e = s->buckets[b]; e; e = e->next) {
-        bk__store_le32(p + pos, e->len);
-        memcpy(p + pos + 4, e->key, e->len);
-        bk__store_le64(p + pos + 4 + e->len, (uint64_t)e->value);
-        pos += 12 + e->len;
-        keys++;
-      }
+    for (uint64_t j = 0; j <= s->mask; j++) {
+      const bk__idem_slot *e = &s->slots[j];
+      if (!bk__idem_slot_used(e)) continue;
+      size_t len = bk__idem_slot_len(e);
+      bk__store_le32(p + pos, (uint32_t)len);
+      memcpy(p + pos + 4, bk__idem_slot_key(e), len);
+      bk__store_le64(p + pos + 4 + len, (uint64_t)e->value);
+      pos += 12 + len;
+      keys++;
+    }
   }
   bk__format_write_prefix(p, IDEM_VERSION, BK__TYPE_IDEM, IDEM_HEADER_LEN,
                           pos - IDEM_HEADER_LEN);
