@@ -12,8 +12,9 @@
 
 char idem_sentinel_storage;
 
-const bk_idem_strategy ALL_STRATEGIES[4] = {BK_IDEM_FBF, BK_IDEM_FBF_ADAPTIVE,
-                                            BK_IDEM_RBF, BK_IDEM_NONE};
+const bk_idem_strategy ALL_STRATEGIES[6] = {
+    BK_IDEM_HYBRID,       BK_IDEM_WINDOW, BK_IDEM_FBF,
+    BK_IDEM_FBF_ADAPTIVE, BK_IDEM_RBF,    BK_IDEM_NONE};
 const bk_idem_strategy FILTERING[3] = {BK_IDEM_FBF, BK_IDEM_FBF_ADAPTIVE,
                                        BK_IDEM_RBF};
 
@@ -31,6 +32,10 @@ const char *strat_name(bk_idem_strategy s) {
       return "RBF";
     case BK_IDEM_FBF_ADAPTIVE:
       return "FBF_ADAPTIVE";
+    case BK_IDEM_HYBRID:
+      return "HYBRID";
+    case BK_IDEM_WINDOW:
+      return "WINDOW";
   }
   return "?";
 }

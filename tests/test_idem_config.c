@@ -104,7 +104,15 @@ static void test_bad_config(void **state) {
     edit;                       \
     expect_create_ok(&c, desc); \
   } while (0)
-  BAD("strategy 4", c.strategy = (bk_idem_strategy)4);
+  BAD("strategy 6", c.strategy = (bk_idem_strategy)6);
+  BAD("window 100", c.window = 100);
+  BAD("window 32", (c.strategy = BK_IDEM_WINDOW, c.window = 32));
+  BAD("window 8192", c.window = 8192);
+  BAD("WINDOW, retry_timeout 0",
+      (c.strategy = BK_IDEM_WINDOW, c.retry_timeout = 0));
+  BAD("HYBRID, an FBF that cannot be made (k > 64)",
+      (c.strategy = BK_IDEM_HYBRID, c.m_bits = 4096, c.k = 65));
+  GOOD("window 64", c.window = 64);
   BAD("strategy -1", c.strategy = (bk_idem_strategy)-1);
   BAD("strategy 255", c.strategy = (bk_idem_strategy)255);
   BAD("FBF, retry_timeout 0", c.retry_timeout = 0);

@@ -14,6 +14,7 @@
 #include "bloomkit/idem.h"
 #include "bloomkit/rbf.h"
 #include "core/internal.h"
+#include "idem_window.h"
 
 #define BK__IDEM_STRIPES 256u
 
@@ -73,12 +74,35 @@ struct bk_idem {
   size_t max_key_len;
   bk_hash_alg hash_alg;
   uint64_t seed;
-  bk_fbf *fbf;
+  uint64_t timeout; /* the retry timeout (0: NONE) */
+  bk_fbf *fbf;      /* atomic: HYBRID makes it on first need */
   bk_rbf *rbf;
-  uint64_t now;             /* the clock when there is no FBF (atomic) */
+  uint64_t now;             /* the table's clock (atomic, never back) */
   bk__idem_stripe *stripes; /* BK__IDEM_STRIPES, in stripe_region */
   bk__region stripe_region;
+  /* WINDOW and HYBRID: the client windows (idem_window.c). */
+  bool windowed;
+  bk__idem_windows win;
+  /* HYBRID: the FBF behind the windows, made from fbf_cfg (allocator
+   * included) under fbf_mu the first time an op needs it, so a table whose
+   * clients stay inside their windows never pays for a filter. */
+  bool lazy_fbf;
+  bk_fbf_config fbf_cfg;
+  pthread_mutex_t fbf_mu;
 };
+
+/* The table's FBF, or NULL (none, or HYBRID's not made yet). */
+static inline bk_fbf *bk__idem_fbf(const bk_idem *t) {
+  return __atomic_load_n(&t->fbf, __ATOMIC_ACQUIRE);
+}
+
+/* idem.c. Set up the windows (WINDOW, HYBRID) and HYBRID's FBF config of a
+ * table whose strategy, seed and timeout are set. Errors: BK_EINVAL,
+ * BK_ENOMEM. */
+bk_status bk__idem_init_windows(bk_idem *t, unsigned window,
+                                const bk_fbf_config *fbf_cfg);
+/* idem.c. HYBRID's FBF, made now if it was not yet. Errors: BK_ENOMEM. */
+bk_status bk__idem_need_fbf(bk_idem *t, bk_fbf **out);
 
 /* idem.c. A zeroed table with the allocator. Errors: BK_EINVAL,
  * BK_ENOMEM. */
