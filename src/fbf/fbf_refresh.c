@@ -115,7 +115,8 @@ static uint64_t idle_until(const bk_fbf *f, uint64_t now) {
  */
 bk_status bk__fbf_advance_locked(bk_fbf *f, uint64_t now) {
   BK_RETURN_IF(now < f->now, BK_EINVAL);
-  f->now = now;
+  /* Atomic: bk_idem's snapshot reads the clock without the FBF's lock. */
+  __atomic_store_n(&f->now, now, __ATOMIC_RELEASE);
   for (;;) {
     /* UINT64_MAX is the schedule's "never" (a saturated sum). */
     bool tick_due =

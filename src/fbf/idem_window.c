@@ -164,8 +164,9 @@ static bk_status resize(bk__idem_windows *w, bk__win_stripe *s,
     place(w, &grown, rec);
   }
   bk__free(&w->alloc, s->slots);
-  s->slots = fresh;
-  s->n_slots = n_slots;
+  /* Atomic stores: bk__win_prefetch reads them without the lock. */
+  __atomic_store_n(&s->slots, fresh, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->n_slots, n_slots, __ATOMIC_RELAXED);
   return BK_OK;
 }
 
