@@ -448,9 +448,14 @@ static int hold_back(const options *o, stream *s, uint64_t *first_ms) {
   if (!n_clients) return 0;
   /* Each reordering client's ops, in numbering order (a counting sort). */
   uint64_t *start = calloc((size_t)n_clients + 1, sizeof *start);
-  uint64_t total = 0;
+  if (!start) {
+    fprintf(stderr, PROG ": out of memory\n");
+    return 1;
+  }
   for (uint64_t i = 0; i < s->n_ops; i++)
-    if (s->ops[i].client < n_clients) start[s->ops[i].client + 1]++, total++;
+    if (s->ops[i].client < n_clients) start[s->ops[i].client + 1]++;
+  for (uint64_t c = 0; c < n_clients; c++) start[c + 1] += start[c];
+  uint64_t total = start[n_clients];
   uint32_t *mine = malloc((size_t)(total ? total : 1) * sizeof *mine);
   uint64_t *fill = malloc((size_t)n_clients * sizeof *fill);
   if (!mine || !fill) {
@@ -460,10 +465,7 @@ static int hold_back(const options *o, stream *s, uint64_t *first_ms) {
     free(fill);
     return 1;
   }
-  for (uint64_t c = 0; c < n_clients; c++) {
-    start[c + 1] += start[c];
-    fill[c] = start[c];
-  }
+  for (uint64_t c = 0; c < n_clients; c++) fill[c] = start[c];
   for (uint64_t i = 0; i < s->n_ops; i++)
     if (s->ops[i].client < n_clients)
       mine[fill[s->ops[i].client]++] = (uint32_t)i;
@@ -483,8 +485,9 @@ static int hold_back(const options *o, stream *s, uint64_t *first_ms) {
       uint64_t later = p + o->reorder_depth, due;
       if (later < end)
         due = first_ms[mine[later]];
-      else
-        due = t_last + (uint64_t)((double)(later - (end - 1)) * gap);
+      else /* capped far beyond any run (2^52 ms), so the cast is defined */
+        due = t_last +
+              (uint64_t)fmin((double)(later - (end - 1)) * gap, 0x1.0p52);
       first_ms[mine[p]] = due + 1;
       s->n_held++;
     }
