@@ -143,6 +143,14 @@ void model_apply(model *m, uint64_t i, int64_t delta) {
   m->live[i] = 1;
 }
 
+void model_remove(bk_idem *t, model *m, uint64_t i) {
+  unsigned char kb[KEY_BUF];
+  size_t kl = key_of(i, kb);
+  assert_bk_ok(bk_idem_remove(t, kb, kl));
+  m->live[i] = 0;
+  m->value[i] = 0;
+}
+
 int walk_cb(void *ctx, const void *key, size_t len, int64_t value) {
   walk *w = ctx;
   w->visits++;

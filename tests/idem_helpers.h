@@ -106,6 +106,8 @@ typedef struct model {
 model model_new(size_t n);
 void model_free(model *m);
 void model_apply(model *m, uint64_t i, int64_t delta);
+/* Remove key i from the table (it must be there) and from the model. */
+void model_remove(bk_idem *t, model *m, uint64_t i);
 
 /* An iteration over a table checked against a model (walk_cb counts what
  * it visits; a nonzero stop_after stops the walk after that many). */

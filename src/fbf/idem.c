@@ -347,7 +347,7 @@ bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
   BK_TRY(check_key(t, key, len));
   bk_hash kh = key_hash(t, key, len);
   bk_hash oh = {0, 0};
-  if (t->rbf || (t->fbf && !t->lazy_fbf)) oh = op_hash(t, id);
+  if (t->rbf || (!t->lazy_fbf && t->fbf)) oh = op_hash(t, id);
   bk__idem_stripe *s = bk__idem_stripe_of(t, kh);
   /* Start the cache misses (the key's slot, the client's window or the
    * filter's lanes) before queueing on the lock. */
