@@ -5,8 +5,9 @@
  * retried 1-4 times (each retry at most T/2 after the op's first delivery,
  * so within the retry timeout T of its apply), a snapshot restored
  * mid-stream and the last deliveries before it replayed, and (second run)
- * 5 % of clients holding a quarter of their ops back by W to 2 W of their
- * own later ops (more than W in flight: below the window).
+ * 5 % of clients (busy ones: a quarter of all ops) holding a quarter of
+ * their ops back by W to 2 W of their own later ops (more than W in
+ * flight: below the window).
  *
  * Counted per op: how often it was applied (twice = a retry re-applied) and
  * whether it never was although delivered (a genuine update dropped as a
@@ -183,6 +184,14 @@ static bool act(writer *w, uint64_t *made) {
   }
   if (*made >= s->per_thread) return false;
   unsigned c = (unsigned)(bk_test_next(&w->rng) % CLIENTS);
+  if (s->lagging && bk_test_next(&w->rng) % 4 == 0) {
+    /* The lagging clients are busy ones: a quarter of the ops, so even a
+     * short run sends each of them more than 2 W. */
+    unsigned n = 0, pick[CLIENTS];
+    for (unsigned i = 0; i < CLIENTS; i++)
+      if (lags(1 + w->tid * CLIENTS + i)) pick[n++] = i;
+    if (n) c = pick[bk_test_next(&w->rng) % n];
+  }
   uint64_t client = 1 + w->tid * CLIENTS + c;
   if (w->next_seq[c] >= per_client(s)) return true; /* (never in practice) */
   uint64_t op = client << 32 | w->next_seq[c]++;

@@ -303,7 +303,7 @@ static bk_status slide_to_fbf(void *ctx, uint64_t client, const uint64_t *seqs,
  */
 static bk_status decide(bk_idem *t, bk_idem_op_id id, bk_hash oh, bool set,
                         bk_idem_outcome *out) {
-  bk_fbf *f = t->fbf;
+  bk_fbf *f = t->lazy_fbf ? NULL : t->fbf; /* HYBRID: loaded below */
   if (t->windowed) {
     bk__win_verdict v;
     uint64_t now = __atomic_load_n(&t->now, __ATOMIC_ACQUIRE);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/hash_fast.h"
+#include "core/sync.h"
 
 #define TICKS_PER_TIMEOUT 16u
 #define REBASE_AT 224u  /* a stripe clock this far past its epoch ... */
@@ -254,24 +255,13 @@ bk_status bk__win_init(bk__idem_windows *win, const bk__alloc *al, unsigned w,
   BK_TRY(bk__region_alloc(al, BK__WIN_STRIPES * sizeof(bk__win_stripe),
                           &win->region));
   win->stripes = win->region.data;
-  for (unsigned i = 0; i < BK__WIN_STRIPES; i++) {
-    if (pthread_mutex_init(&win->stripes[i].mu, NULL) != 0) {
-      for (unsigned j = 0; j < i; j++)
-        pthread_mutex_destroy(&win->stripes[j].mu);
-      bk__region_free(al, &win->region);
-      win->stripes = NULL;
-      return BK_ENOMEM;
-    }
-  }
   return BK_OK;
 }
 
 void bk__win_free(bk__idem_windows *win) {
   if (!win || !win->stripes) return;
-  for (unsigned i = 0; i < BK__WIN_STRIPES; i++) {
+  for (unsigned i = 0; i < BK__WIN_STRIPES; i++)
     bk__free(&win->alloc, win->stripes[i].slots);
-    pthread_mutex_destroy(&win->stripes[i].mu);
-  }
   bk__region_free(&win->alloc, &win->region);
   win->stripes = NULL;
 }
@@ -317,7 +307,7 @@ bk_status bk__win_decide(bk__idem_windows *w, uint64_t client, uint64_t seq,
   uint64_t h = client_hash(w, client);
   bk__win_stripe *s = stripe_for(w, h);
   const unsigned nw = w->words;
-  pthread_mutex_lock(&s->mu);
+  bk__spin_lock(&s->lock);
   uint64_t nt = tick_of(w, now);
   unsigned cur = stripe_tick(w, s, nt);
   if (set) sweep_stripe(w, s, nt, cur);
@@ -336,7 +326,7 @@ bk_status bk__win_decide(bk__idem_windows *w, uint64_t client, uint64_t seq,
     if (set) {
       bk_status st = reserve_one(w, s);
       if (st != BK_OK) {
-        pthread_mutex_unlock(&s->mu);
+        bk__spin_unlock(&s->lock);
         return st;
       }
       unsigned char rec[MAX_REC];
@@ -362,7 +352,7 @@ bk_status bk__win_decide(bk__idem_windows *w, uint64_t client, uint64_t seq,
         }
         bk_status st = handing ? slide(ctx, client, NULL, 0) : BK_OK;
         if (st != BK_OK) {
-          pthread_mutex_unlock(&s->mu);
+          bk__spin_unlock(&s->lock);
           return st;
         }
         for (uint64_t j = 1; j <= n_slide; j++) {
@@ -397,7 +387,7 @@ bk_status bk__win_decide(bk__idem_windows *w, uint64_t client, uint64_t seq,
     else
       s->decided++;
   }
-  pthread_mutex_unlock(&s->mu);
+  bk__spin_unlock(&s->lock);
   *out = v;
   return BK_OK;
 }
@@ -411,9 +401,9 @@ void bk__win_maybe_sweep(bk__idem_windows *w, uint64_t now) {
     return;
   for (unsigned i = 0; i < BK__WIN_STRIPES; i++) {
     bk__win_stripe *s = &w->stripes[i];
-    pthread_mutex_lock(&s->mu);
+    bk__spin_lock(&s->lock);
     sweep_stripe(w, s, nt, stripe_tick(w, s, nt));
-    pthread_mutex_unlock(&s->mu);
+    bk__spin_unlock(&s->lock);
   }
 }
 
@@ -432,9 +422,9 @@ void bk__win_totals_get(const bk__idem_windows *w, bk__win_totals *out) {
   out->memory = BK__WIN_STRIPES * sizeof(bk__win_stripe);
   for (unsigned i = 0; i < BK__WIN_STRIPES; i++) {
     bk__win_stripe *s = &w->stripes[i];
-    pthread_mutex_lock(&s->mu);
+    bk__spin_lock(&s->lock);
     add_totals(w, s, out);
-    pthread_mutex_unlock(&s->mu);
+    bk__spin_unlock(&s->lock);
   }
 }
 
@@ -458,12 +448,12 @@ void bk__win_set_totals(bk__idem_windows *w, uint64_t decided, uint64_t below,
 
 void bk__win_lock_all(bk__idem_windows *w) {
   for (unsigned i = 0; i < BK__WIN_STRIPES; i++)
-    pthread_mutex_lock(&w->stripes[i].mu);
+    bk__spin_lock(&w->stripes[i].lock);
 }
 
 void bk__win_unlock_all(bk__idem_windows *w) {
   for (unsigned i = BK__WIN_STRIPES; i-- > 0;)
-    pthread_mutex_unlock(&w->stripes[i].mu);
+    bk__spin_unlock(&w->stripes[i].lock);
 }
 
 size_t bk__win_record_size(const bk__idem_windows *w) {

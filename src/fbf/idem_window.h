@@ -45,8 +45,11 @@ typedef enum bk__win_verdict {
 typedef bk_status (*bk__win_slide_fn)(void *ctx, uint64_t client,
                                       const uint64_t *seqs, size_t n);
 
+/* A stripe's lock is a spin lock (core/sync.h): its sections are a few
+ * dozen instructions, and its unlock is a plain release store, where a
+ * mutex costs a second atomic read-modify-write per op. */
 typedef struct bk__win_stripe {
-  pthread_mutex_t mu;
+  uint32_t lock;
   unsigned char *slots; /* n_slots records of rec_size bytes */
   uint64_t n_slots;     /* 0 until the stripe's first client */
   uint64_t n;           /* live records */
@@ -58,7 +61,7 @@ typedef struct bk__win_stripe {
   uint64_t below;       /* ops found below their window */
   uint64_t slid;        /* seqs handed to the slide callback */
   uint64_t evicted;     /* records evicted */
-  unsigned char pad[128 - sizeof(pthread_mutex_t) - 10 * sizeof(uint64_t)];
+  unsigned char pad[128 - sizeof(uint64_t) - 10 * sizeof(uint64_t)];
 } bk__win_stripe;
 
 typedef struct bk__idem_windows {
