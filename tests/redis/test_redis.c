@@ -62,6 +62,20 @@ static long long incr_at(redisContext *c, const char *table, long long client,
   return applied;
 }
 
+/* Whether the text field `name` of a name/value INFO reply is `want`. */
+static bool info_text_is(redisContext *c, const char *cmd, const char *key,
+                         const char *name, const char *want) {
+  redisReply *r = rh_cmd(c, "%s %s", cmd, key);
+  bool is = false;
+  for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements;
+       i += 2)
+    if (strcmp(r->element[i]->str, name) == 0)
+      is = r->element[i + 1]->type == REDIS_REPLY_STATUS &&
+           strcmp(r->element[i + 1]->str, want) == 0;
+  freeReplyObject(r);
+  return is;
+}
+
 /* The value of field `name` in a name/value INFO reply. */
 static long long info_field(redisContext *c, const char *cmd, const char *key,
                             const char *name) {
@@ -332,6 +346,122 @@ static void fbf_first_use_grows(redisContext *c) {
                   "FBF.RESERVE fga 100 3000 GROW ADAPTIVE");
 }
 
+/* Pipelined IDEM.INCRBYAT table k<i % 10> client seq 1 now for the ops
+ * i in [0, n) given by `op`; returns how many were applied (each reply
+ * checked to be an answer). */
+typedef struct hop {
+  long long client, seq, now;
+} hop;
+
+static long long incr_many(redisContext *c, const char *table, hop (*op)(int),
+                           int n) {
+  long long applied = 0;
+  for (int done = 0; done < n;) {
+    int chunk = n - done < 64 ? n - done : 64;
+    for (int j = 0; j < chunk; j++) {
+      hop h = op(done + j);
+      redisAppendCommand(c, "IDEM.INCRBYAT %s k%d %lld %lld 1 %lld", table,
+                         (done + j) % 10, h.client, h.seq, h.now);
+    }
+    for (int j = 0; j < chunk; j++) {
+      redisReply *r = NULL;
+      RH_CHECK(redisGetReply(c, (void **)&r) == REDIS_OK && r &&
+                   r->type == REDIS_REPLY_ARRAY && r->elements == 2,
+               "IDEM.INCRBYAT %s: %s", table,
+               r && r->type == REDIS_REPLY_ERROR ? r->str : "no answer");
+      applied += r->element[1]->integer;
+      freeReplyObject(r);
+    }
+    done += chunk;
+  }
+  return applied;
+}
+
+/* 50 clients numbering in order, 150 ops each, 2 ms apart (15 s). */
+static hop in_order(int i) {
+  return (hop){i % 50, i / 50 + 1, 1000 + 2 * (long long)i};
+}
+/* Retries of every third of those, later (within the 30 s timeout). */
+static hop in_order_retry(int i) {
+  hop h = in_order(3 * i);
+  h.now = 16000 + i;
+  return h;
+}
+
+/* HYBRID (the default) and WINDOW through the module: a table made on
+ * first use stays small while its clients stay inside their windows (no
+ * FBF at all), grows its FBF only when a client goes below its window,
+ * and still answers a retry of an op that slid out of the window as a
+ * duplicate; WINDOW answers an op below the window with TOO_OLD. */
+static void single_hybrid(redisContext *c) {
+  RH_CHECK(incr_many(c, "th", in_order, 7500) == 7500, "in-order ops applied");
+  RH_CHECK(incr_many(c, "th", in_order_retry, 2500) == 0,
+           "a retry inside the window was applied");
+  long long usage = rh_int(c, "MEMORY USAGE th");
+  RH_CHECK(info_text_is(c, "IDEM.INFO", "th", "strategy", "hybrid"), "hybrid");
+  RH_CHECK(info_field(c, "IDEM.INFO", "th", "clients") == 50, "clients");
+  RH_CHECK(info_field(c, "IDEM.INFO", "th", "window_decided") == 10000,
+           "window_decided");
+  RH_CHECK(info_field(c, "IDEM.INFO", "th", "below_window") == 0 &&
+               info_field(c, "IDEM.INFO", "th", "slid_to_filter") == 0,
+           "below_window, slid_to_filter");
+  RH_CHECK(info_field(c, "IDEM.INFO", "th", "filter_memory") == 0,
+           "an FBF for in-order clients");
+  long long win_mem = info_field(c, "IDEM.INFO", "th", "window_memory");
+  /* 52 bytes per client at W = 256, and each of the windows' 64 stripes
+   * starts with room for a few (34,816 bytes for these 50). */
+  RH_CHECK(win_mem > 50 * 52 && win_mem < 65536, "window_memory %lld", win_mem);
+  RH_CHECK(usage < 100000, "MEMORY USAGE of an in-order table: %lld", usage);
+  /* Client 0 jumps 850 seqs ahead: its applied seqs 1..150 slide out of
+   * the window while their retries may still come, into a new FBF. */
+  RH_CHECK(incr_at(c, "th", 0, 1000, 17000) == 1, "the jump");
+  long long slid = info_field(c, "IDEM.INFO", "th", "slid_to_filter");
+  long long filter = info_field(c, "IDEM.INFO", "th", "filter_memory");
+  RH_CHECK(slid == 150 && filter > 0, "slid %lld, filter %lld", slid, filter);
+  /* The trap: a retry of an op that slid out is still a duplicate. */
+  RH_CHECK(incr_at(c, "th", 0, 5, 17001) == 0, "a slid-out retry applied");
+  RH_CHECK(incr_at(c, "th", 0, 600, 17002) == 1, "a genuine op below");
+  RH_CHECK(info_field(c, "IDEM.INFO", "th", "below_window") == 2,
+           "below_window");
+  long long grown = rh_int(c, "MEMORY USAGE th");
+  RH_CHECK(grown >= usage + filter, "MEMORY USAGE %lld after the FBF (%lld)",
+           grown, filter);
+  printf(
+      "HYBRID: 50 in-order clients, 10,000 ops: MEMORY USAGE %lld bytes, "
+      "windows %lld, no FBF; after a client jumped: %lld bytes (FBF %lld)\n",
+      usage, win_mem, grown, filter);
+  /* The default retry timeout (30 s): client 1's last op (applied at
+   * 15,902) retried 29 s later is a duplicate, 40 s later it is new (its
+   * window closed). */
+  RH_CHECK(incr_at(c, "th", 1, 150, 44902) == 0, "retry within 30 s");
+  RH_CHECK(incr_at(c, "th", 1, 150, 84902) == 1, "retry after the timeout");
+
+  /* WINDOW: below the window is TOO_OLD, not applied, propagated. */
+  freeReplyObject(rh_cmd(c,
+                         "IDEM.RESERVE tw1 RETRY_TIMEOUT 30000 STRATEGY "
+                         "window WINDOW 64 AT 0"));
+  RH_CHECK(info_text_is(c, "IDEM.INFO", "tw1", "strategy", "window") &&
+               info_field(c, "IDEM.INFO", "tw1", "window") == 64,
+           "WINDOW 64");
+  RH_CHECK(incr_at(c, "tw1", 1, 200, 10) == 1, "window: new");
+  rh_expect_error(c, "TOO_OLD seq 100 is below client 1's window",
+                  "IDEM.INCRBYAT tw1 ctr 1 100 1 20");
+  RH_CHECK(rh_int(c, "IDEM.GET tw1 ctr") == 1, "TOO_OLD applied");
+  RH_CHECK(info_field(c, "IDEM.INFO", "tw1", "below_window") == 1,
+           "below_window of WINDOW");
+  RH_CHECK(incr_at(c, "tw1", 1, 200, 30) == 0, "window: retry");
+  RH_CHECK(info_field(c, "IDEM.INFO", "tw1", "filter_memory") == 0,
+           "WINDOW has no filter");
+  /* The same on the server's clock. */
+  freeReplyObject(rh_cmd(c,
+                         "IDEM.RESERVE tw2 RETRY_TIMEOUT 30000 STRATEGY "
+                         "window WINDOW 64"));
+  incr(c, "tw2", "ctr", "1", "200", "1", 1, 1);
+  rh_expect_error(c, "TOO_OLD", "IDEM.INCRBY tw2 ctr 1 3 1");
+  incr(c, "tw2", "ctr", "1", "200", "1", 1, 0);
+  printf("WINDOW: below the window answered TOO_OLD, nothing applied\n");
+}
+
 static void single_commands(redisContext *c) {
   /* IDEM: applied, duplicate, new op; values across counters. */
   incr(c, "t0", "a", "1", "1", "5", 5, 1);
@@ -351,8 +481,11 @@ static void single_commands(redisContext *c) {
   RH_CHECK(info_field(c, "IDEM.INFO", "t0", "applied") == 4, "applied");
   RH_CHECK(info_field(c, "IDEM.INFO", "t0", "duplicates") == 2, "duplicates");
   RH_CHECK(info_field(c, "IDEM.INFO", "t0", "counters") == 2, "counters");
-  /* Created with the module defaults: retry_timeout 30000 (rh_init). */
-  RH_CHECK(info_field(c, "IDEM.INFO", "t0", "window_ms") >= 30000, "window");
+  /* Created with the module defaults: HYBRID, W = 256, retry_timeout
+   * 30000 (rh_init; single_hybrid checks the timeout). */
+  RH_CHECK(info_text_is(c, "IDEM.INFO", "t0", "strategy", "hybrid"),
+           "default strategy");
+  RH_CHECK(info_field(c, "IDEM.INFO", "t0", "window") == 256, "window");
 
   /* IDEM errors name the argument. */
   rh_expect_error(c, "wrong number of arguments", "IDEM.INCRBY t0 a 1 1");
@@ -391,6 +524,12 @@ static void single_commands(redisContext *c) {
                   "IDEM.RESERVE t9 RETRY_TIMEOUT 10 STRATEGY rbf");
   rh_expect_error(c, "invalid CAPACITY",
                   "IDEM.RESERVE t9 RETRY_TIMEOUT 10 CAPACITY 0");
+  rh_expect_error(c, "invalid WINDOW",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 WINDOW 100");
+  rh_expect_error(c, "invalid WINDOW",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 WINDOW 32");
+  rh_expect_error(c, "invalid WINDOW",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 WINDOW 8192");
   rh_expect_error(c, "invalid option",
                   "IDEM.RESERVE t9 RETRY_TIMEOUT 10 COLOR red");
   rh_expect_error(c, "key exists", "IDEM.RESERVE t0 RETRY_TIMEOUT 10");
@@ -543,7 +682,20 @@ static void single_commands(redisContext *c) {
   rh_expect_error(c, "out of memory",
                   "FBF.RESERVE f9 50000000 1000 FPP 0.0001");
   rh_expect_error(c, "out of memory",
-                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 CAPACITY 20000000");
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 CAPACITY 20000000 "
+                  "STRATEGY fbf");
+  /* HYBRID makes its FBF on first need: refused then, the op with it
+   * (nothing applied), while the windows go on deciding. */
+  freeReplyObject(rh_cmd(c,
+                         "IDEM.RESERVE t9 RETRY_TIMEOUT 10000 CAPACITY "
+                         "20000000 AT 0"));
+  RH_CHECK(incr_at(c, "t9", 1, 1000, 1) == 1, "HYBRID without its FBF");
+  rh_expect_error(c, "out of memory", "IDEM.INCRBYAT t9 ctr 1 1 1 2");
+  RH_CHECK(rh_int(c, "IDEM.GET t9 ctr") == 1 &&
+               info_field(c, "IDEM.INFO", "t9", "filter_memory") == 0,
+           "a refused FBF changed the table");
+  RH_CHECK(incr_at(c, "t9", 1, 1001, 3) == 1, "HYBRID after a refused FBF");
+  freeReplyObject(rh_cmd(c, "DEL t9"));
 
   /* Commands leak nothing: 3 x 4000 reads and writes of existing ids and
    * keys leave used_memory where it was, within 64 KiB of allocator noise
@@ -917,6 +1069,7 @@ static int scenario_single(void) {
   rh_node *n = rh_start(plain);
   redisContext *c = rh_connect(n->port, 5000);
   single_commands(c);
+  single_hybrid(c);
   single_dump_restore(c);
   single_load_commands(c);
   single_grow_chain(c);
@@ -943,6 +1096,8 @@ static int scenario_single(void) {
   const char *bad[][2] = {{"retry_timeout 0", "retry_timeout"},
                           {"fpp 1.5", "fpp"},
                           {"strategy rbf", "strategy"},
+                          {"window 100", "window"},
+                          {"window 8192", "window"},
                           {"color red", "color"},
                           {"fpp", "name value pairs"}};
   char rdb[700];
@@ -976,6 +1131,35 @@ static int scenario_single(void) {
            "fbf_window argument");
   RH_CHECK(info_field(c, "CBF.INFO", "d3", "capacity") == 77,
            "cbf_capacity argument");
+  redisFree(c);
+  /* The module's defaults but W (ops_per_period 100,000: an FBF of about
+   * 2 MB, which IDEM tables made on first use all had before HYBRID): a
+   * table of in-order clients has no FBF, and makes it when a client goes
+   * below its window. */
+  rh_kill(k, SIGKILL);
+  rh_set_module_args("window 128");
+  rh_restart(k);
+  c = rh_connect(k->port, 5000);
+  for (int i = 0; i < 1000; i++)
+    freeReplyObject(rh_cmd(c, "IDEM.INCRBY e x %d %d 1", i % 100, i / 100));
+  RH_CHECK(rh_int(c, "IDEM.GET e x") == 1000, "first-use table's ops");
+  RH_CHECK(info_text_is(c, "IDEM.INFO", "e", "strategy", "hybrid") &&
+               info_field(c, "IDEM.INFO", "e", "window") == 128,
+           "window argument");
+  long long small = rh_int(c, "MEMORY USAGE e");
+  RH_CHECK(
+      small < 100000 && info_field(c, "IDEM.INFO", "e", "filter_memory") == 0,
+      "a first-use table of in-order clients: %lld bytes", small);
+  freeReplyObject(rh_cmd(c, "IDEM.INCRBY e x 0 100000 1"));
+  freeReplyObject(rh_cmd(c, "IDEM.INCRBY e x 0 5 1"));
+  long long big = rh_int(c, "MEMORY USAGE e");
+  RH_CHECK(
+      info_field(c, "IDEM.INFO", "e", "below_window") == 1 && big > 1000000,
+      "the FBF made on first need: %lld bytes", big);
+  printf(
+      "first use at the module's defaults: %lld bytes with 100 in-order "
+      "clients, %lld once one went below its window\n",
+      small, big);
   redisFree(c);
   printf(
       "module arguments: bad ones refused with a log line, good ones used\n");
@@ -1045,6 +1229,21 @@ static int scenario_replica(void) {
     if (i % 90 == 0) freeReplyObject(rh_cmd(mc, "CBF.REM cf y%d", i - 30));
   }
   fbf_add_many(mc, "fgrow", 2000, "g", 6000, 30000);
+  /* A replica behind by 300 ms: it runs the stream on a later clock of
+   * its own, yet every write at the master's time (most of them came
+   * verbatim, the time only when the master's millisecond moved), so
+   * the digests below still match. A WINDOW table's TOO_OLD too. */
+  freeReplyObject(
+      rh_cmd(mc, "IDEM.RESERVE {r}tw RETRY_TIMEOUT 30000 STRATEGY window"));
+  kill(replica->pid, SIGSTOP);
+  for (int i = 0; i < 300; i++) {
+    freeReplyObject(rh_cmd(mc, "IDEM.INCRBY {r}tw c 7 %d 1", 1000 + i));
+    freeReplyObject(rh_cmd(mc, "IDEM.INCRBY {r}1 late%d 8 %d 1", i % 7, i));
+    if (i % 100 == 0) rh_sleep_ms(100);
+  }
+  rh_expect_error(mc, "TOO_OLD", "IDEM.INCRBY {r}tw c 7 5 1");
+  rh_sleep_ms(100);
+  kill(replica->pid, SIGCONT);
   long long replicas = rh_int(mc, "WAIT 1 20000");
   RH_CHECK(replicas == 1, "WAIT: %lld replicas", replicas);
   redisReply *dm = rh_cmd(mc, "DEBUG DIGEST");
@@ -1053,6 +1252,10 @@ static int scenario_replica(void) {
            "replica differs from master: %s vs %s", dm->str, dr->str);
   freeReplyObject(dm);
   freeReplyObject(dr);
+  RH_CHECK(info_field(mc, "IDEM.INFO", "{r}1", "now_ms") ==
+                   info_field(rc, "IDEM.INFO", "{r}1", "now_ms") &&
+               info_field(rc, "IDEM.INFO", "{r}tw", "below_window") == 1,
+           "the replica's clock or windows differ");
 
   /* Promote the replica; the master is gone. */
   rh_kill(master, SIGKILL);
