@@ -753,6 +753,47 @@ static bool rdb_len(const unsigned char **p, const unsigned char *end,
  * of the payload: module id, [UINT clock], STRING blob; DUMPed without
  * compression): the same clock gives the same value, an earlier clock or
  * a damaged blob is refused and changes nothing. */
+/* The golden bk_idem snapshots of version 1 (tests/data, written before
+ * client windows): every table the earlier module could have saved loads
+ * through IDEM.LOAD as the strategy it was; the strategies the module does
+ * not offer are refused. */
+static void single_load_v1(redisContext *c) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", __FILE__);
+  char *slash = strstr(dir, "redis/test_redis.c");
+  RH_CHECK(slash, "where is tests/data (%s)", __FILE__);
+  *slash = '\0';
+  const char *files[] = {"idem_v1_fbf-keys.bin", "idem_v1_adaptive-keys.bin",
+                         "idem_v1_fbf-empty.bin", "idem_v1_none-keys.bin",
+                         "idem_v1_rbf-keys.bin"};
+  const char *want[] = {"fbf", "adaptive", "fbf", NULL, NULL};
+  for (int i = 0; i < 5; i++) {
+    char path[1200];
+    snprintf(path, sizeof path, "%sdata/%s", dir, files[i]);
+    FILE *f = fopen(path, "rb");
+    RH_CHECK(f, "open %s", path);
+    static char blob[1 << 20];
+    size_t len = fread(blob, 1, sizeof blob, f);
+    fclose(f);
+    redisReply *r = rh_cmd(c, "IDEM.LOAD v1 %llu %b",
+                           (unsigned long long)1 << 32, blob, len);
+    if (want[i]) {
+      RH_CHECK(r->type == REDIS_REPLY_STATUS, "IDEM.LOAD %s: %s", files[i],
+               r->type == REDIS_REPLY_ERROR ? r->str : "?");
+      RH_CHECK(info_text_is(c, "IDEM.INFO", "v1", "strategy", want[i]),
+               "%s loaded as another strategy", files[i]);
+    } else {
+      RH_CHECK(r->type == REDIS_REPLY_ERROR &&
+                   strstr(r->str, "a strategy the module does not offer"),
+               "IDEM.LOAD %s: %s", files[i],
+               r->type == REDIS_REPLY_ERROR ? r->str : "loaded");
+    }
+    freeReplyObject(r);
+    freeReplyObject(rh_cmd(c, "DEL v1"));
+  }
+  printf("version-1 IDEM snapshots: fbf and adaptive load, none/rbf refused\n");
+}
+
 static void single_load_commands(redisContext *c) {
   freeReplyObject(rh_cmd(c, "CONFIG SET rdbcompression no"));
   const char *keys[] = {"t0", "f0", "c0"};
@@ -929,8 +970,9 @@ static void single_grow_chain(redisContext *c) {
 }
 
 static void single_dump_restore(redisContext *c) {
-  const char *keys[] = {"t0", "f0", "tw", "fw", "c0", "c1"};
-  for (size_t k = 0; k < 6; k++) {
+  /* th: HYBRID with windows and its FBF; tw1: WINDOW (single_hybrid). */
+  const char *keys[] = {"t0", "f0", "tw", "fw", "c0", "c1", "th", "tw1"};
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
     redisReply *d = rh_cmd(c, "DUMP %s", keys[k]);
     RH_CHECK(d->type == REDIS_REPLY_STRING, "DUMP %s", keys[k]);
     redisReply *r = rh_cmd(c, "RESTORE copy 0 %b", d->str, d->len);
@@ -1072,6 +1114,7 @@ static int scenario_single(void) {
   single_hybrid(c);
   single_dump_restore(c);
   single_load_commands(c);
+  single_load_v1(c);
   single_grow_chain(c);
   redisFree(c);
   single_restart(n, false);
