@@ -757,19 +757,24 @@ static bool rdb_len(const unsigned char **p, const unsigned char *end,
  * client windows): every table the earlier module could have saved loads
  * through IDEM.LOAD as the strategy it was; the strategies the module does
  * not offer are refused. */
-static void single_load_v1(redisContext *c) {
+/* The golden file `name` of tests/data (beside this file's directory). */
+static void data_path(const char *name, char *out, size_t cap) {
   char dir[1024];
   snprintf(dir, sizeof dir, "%s", __FILE__);
   char *slash = strstr(dir, "redis/test_redis.c");
   RH_CHECK(slash, "where is tests/data (%s)", __FILE__);
   *slash = '\0';
+  snprintf(out, cap, "%sdata/%s", dir, name);
+}
+
+static void single_load_v1(redisContext *c) {
   const char *files[] = {"idem_v1_fbf-keys.bin", "idem_v1_adaptive-keys.bin",
                          "idem_v1_fbf-empty.bin", "idem_v1_none-keys.bin",
                          "idem_v1_rbf-keys.bin"};
   const char *want[] = {"fbf", "adaptive", "fbf", NULL, NULL};
   for (int i = 0; i < 5; i++) {
     char path[1200];
-    snprintf(path, sizeof path, "%sdata/%s", dir, files[i]);
+    data_path(files[i], path, sizeof path);
     FILE *f = fopen(path, "rb");
     RH_CHECK(f, "open %s", path);
     static char blob[1 << 20];
@@ -1106,6 +1111,51 @@ static void single_corrupt_rdb(rh_node *n) {
   printf("corrupt RDB: refused with the module's log line\n");
 }
 
+/* An RDB file the module wrote before client windows (3edb093, Redis
+ * 7.0.15, RDB encoding 2 of the module, bk_idem snapshots of version 1):
+ * tests/data/redis_idem_v1.rdb holds "old" (FBF) and "olda" (adaptive),
+ * each with ops (client 7, seq i, delta i on c<i % 3>; client 8, seq i,
+ * delta 1 on c) for i = 1..10 at 1000 + i ms. It loads at startup, answers
+ * as then, and a retry of its ops is a duplicate. */
+static void single_old_rdb(rh_node *k) {
+  rh_kill(k, SIGKILL);
+  char src[1200], dst[700];
+  data_path("redis_idem_v1.rdb", src, sizeof src);
+  snprintf(dst, sizeof dst, "%s/dump.rdb", k->dir);
+  FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+  RH_CHECK(in && out, "copy %s to %s", src, dst);
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, in)) > 0;)
+    RH_CHECK(fwrite(buf, 1, n, out) == n, "write %s", dst);
+  fclose(in);
+  fclose(out);
+  rh_set_module_args("");
+  rh_restart(k);
+  redisContext *c = rh_connect(k->port, 5000);
+  RH_CHECK(c, "connect");
+  RH_CHECK(rh_int(c, "IDEM.GET old c0") == 18 &&
+               rh_int(c, "IDEM.GET old c1") == 22 &&
+               rh_int(c, "IDEM.GET old c2") == 15 &&
+               rh_int(c, "IDEM.GET olda c") == 10,
+           "the old RDB's counters");
+  RH_CHECK(info_text_is(c, "IDEM.INFO", "old", "strategy", "fbf") &&
+               info_text_is(c, "IDEM.INFO", "olda", "strategy", "adaptive") &&
+               info_field(c, "IDEM.INFO", "old", "now_ms") == 1010,
+           "the old RDB's tables");
+  redisReply *r = rh_cmd(c, "IDEM.INCRBYAT old c1 7 4 4 2000");
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 22 &&
+               r->element[1]->integer == 0,
+           "a retry of an op in the old RDB");
+  freeReplyObject(r);
+  r = rh_cmd(c, "IDEM.INCRBYAT olda c 8 11 1 2000");
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 11 &&
+               r->element[1]->integer == 1,
+           "a new op on a table of the old RDB");
+  freeReplyObject(r);
+  redisFree(c);
+  printf("an RDB file of the module before client windows loads\n");
+}
+
 static int scenario_single(void) {
   const char *plain[] = {NULL};
   rh_node *n = rh_start(plain);
@@ -1204,6 +1254,7 @@ static int scenario_single(void) {
       "clients, %lld once one went below its window\n",
       small, big);
   redisFree(c);
+  single_old_rdb(k);
   printf(
       "module arguments: bad ones refused with a log line, good ones used\n");
   printf("single node: ok\n");
