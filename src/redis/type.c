@@ -166,7 +166,8 @@ static void *create_at(RedisModuleCtx *ctx, const bk_rm_type *t,
   return value;
 }
 
-const uint64_t bk_rm_own_clock;
+/* Only its address matters (rm.h). */
+const uint64_t bk_rm_own_clock = 0;
 
 void *bk_rm_open_write(RedisModuleCtx *ctx, const bk_rm_type *t,
                        RedisModuleString *name, const uint64_t *at) {

@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1338,6 +1339,19 @@ static int scenario_replica(void) {
   rh_expect_error(mc, "TOO_OLD", "IDEM.INCRBY {r}tw c 7 5 1");
   rh_sleep_ms(100);
   kill(replica->pid, SIGCONT);
+  /* A write that fails after moving the table's clock (an overflow)
+   * propagates nothing: the next write must carry its time. The table's
+   * clock is ahead of the wall clock, so IDEM.INCRBY runs at it. */
+  struct timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  long long future =
+      (long long)wall.tv_sec * 1000 + wall.tv_nsec / 1000000 + 1000000000LL;
+  freeReplyObject(
+      rh_cmd(mc, "IDEM.RESERVE {r}tf RETRY_TIMEOUT 30000 AT %lld", future));
+  freeReplyObject(rh_cmd(mc, "IDEM.INCRBY {r}tf big 1 1 9223372036854775807"));
+  rh_expect_error(mc, "overflow", "IDEM.INCRBYAT {r}tf big 1 2 1 %lld",
+                  future + 10);
+  freeReplyObject(rh_cmd(mc, "IDEM.INCRBY {r}tf x 1 3 1"));
   long long replicas = rh_int(mc, "WAIT 1 20000");
   RH_CHECK(replicas == 1, "WAIT: %lld replicas", replicas);
   redisReply *dm = rh_cmd(mc, "DEBUG DIGEST");
@@ -1348,6 +1362,7 @@ static int scenario_replica(void) {
   freeReplyObject(dr);
   RH_CHECK(info_field(mc, "IDEM.INFO", "{r}1", "now_ms") ==
                    info_field(rc, "IDEM.INFO", "{r}1", "now_ms") &&
+               info_field(rc, "IDEM.INFO", "{r}tf", "now_ms") == future + 10 &&
                info_field(rc, "IDEM.INFO", "{r}tw", "below_window") == 1,
            "the replica's clock or windows differ");
 
