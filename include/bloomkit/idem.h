@@ -180,7 +180,8 @@ typedef struct bk_idem_info {
   size_t filter_memory;    /**< bytes of the duplicate filter */
   size_t table_memory;     /**< bytes of the counters and keys */
   double fpp;              /**< the filter's current estimated fpp (0: NONE) */
-  uint64_t window_min;     /**< ids are kept at least this long (0: NONE/RBF) */
+  uint64_t window_min;     /**< ids are kept at least this long (0: NONE/RBF;
+                                WINDOW: the retry timeout) */
   unsigned n_filters;      /**< FBF constituent filters in use now (0: none) */
   uint64_t refresh_period; /**< FBF refresh period now (0: none) */
   /* Client windows (WINDOW, HYBRID; 0 otherwise). */

@@ -484,6 +484,9 @@ bk_status bk_idem_info_get(const bk_idem *t, bk_idem_info *out) {
   if (t->windowed) {
     bk__win_totals w;
     bk__win_totals_get(&t->win, &w);
+    /* A retry within the timeout is recognised (the proof in idem.md);
+     * HYBRID's FBF, once made, reports its own (longer) window below. */
+    out->window_min = t->timeout;
     out->window = t->win.w;
     out->clients = w.clients;
     out->window_decided = w.decided;
