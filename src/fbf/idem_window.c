@@ -79,7 +79,7 @@ static uint64_t displacement(const bk__idem_windows *w, const bk__win_stripe *s,
 }
 
 static inline uint64_t tick_of(const bk__idem_windows *w, uint64_t now) {
-  return now > w->start ? (now - w->start) / w->unit : 0;
+  return now > w->start ? (now - w->start) >> w->unit_shift : 0;
 }
 
 /* Whether a word of stripe tick t can still see a retry at stripe tick cur
@@ -246,10 +246,15 @@ bk_status bk__win_init(bk__idem_windows *win, const bk__alloc *al, unsigned w,
   win->rec_size = 16 + 9 * (size_t)win->words;
   win->timeout = timeout;
   win->start = start;
-  /* unit = ceil(timeout / 16), so open = ceil(timeout / unit) + 1 <= 17
-   * ticks (see tick_open's proof in idem.md), and every age a snapshot
-   * spells (at most open + 1) fits in REBASE_KEEP. */
-  win->unit = timeout / TICKS_PER_TIMEOUT + (timeout % TICKS_PER_TIMEOUT != 0);
+  /* unit = the least power of two >= ceil(timeout / 16) (a shift, not a
+   * division, per op), so timeout / unit <= 16 and open = ceil(timeout /
+   * unit) + 1 <= 17 ticks (see tick_open's proof in idem.md), and every
+   * age a snapshot spells (at most open + 1) fits in REBASE_KEEP. */
+  uint64_t least =
+      timeout / TICKS_PER_TIMEOUT + (timeout % TICKS_PER_TIMEOUT != 0);
+  win->unit_shift = 0;
+  while ((UINT64_C(1) << win->unit_shift) < least) win->unit_shift++;
+  win->unit = UINT64_C(1) << win->unit_shift;
   win->open = timeout / win->unit + (timeout % win->unit != 0) + 1;
   win->seed = seed;
   BK_TRY(bk__region_alloc(al, BK__WIN_STRIPES * sizeof(bk__win_stripe),

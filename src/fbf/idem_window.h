@@ -71,10 +71,11 @@ typedef struct bk__idem_windows {
   size_t rec_size;  /* bytes per record */
   uint64_t timeout; /* the retry timeout */
   uint64_t start;   /* the clock at creation: tick 0 */
-  uint64_t unit;    /* clock units per tick */
-  uint64_t open;    /* ticks: a word this many ticks old may be retried */
-  uint64_t seed;    /* of the client hash */
-  uint64_t swept;   /* tick of the last full sweep (atomic) */
+  uint64_t unit;    /* clock units per tick, 2^unit_shift */
+  unsigned unit_shift;
+  uint64_t open;  /* ticks: a word this many ticks old may be retried */
+  uint64_t seed;  /* of the client hash */
+  uint64_t swept; /* tick of the last full sweep (atomic) */
   bk__win_stripe *stripes; /* BK__WIN_STRIPES, in region */
   bk__region region;
 } bk__idem_windows;
