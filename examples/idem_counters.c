@@ -25,9 +25,11 @@ int main(void) {
   bk_idem *t = NULL, *restored = NULL;
   void *snapshot = NULL;
 
-  bk_idem_config cfg = {.strategy = BK_IDEM_FBF,
+  /* HYBRID, the default: a window per client decides in-order ids
+   * exactly; an FBF, made on first need, takes the rest. */
+  bk_idem_config cfg = {.strategy = BK_IDEM_HYBRID,
                         .retry_timeout = 5000, /* the clients' timeout, ms */
-                        .ops_per_period = 200000}; /* sizing */
+                        .ops_per_period = 200000}; /* the FBF's sizing */
   TRY(bk_idem_create(&t, &cfg));
 
   bk_idem_op_id id = {.client = 42, .seq = 1017}; /* globally unique */
@@ -40,7 +42,8 @@ int main(void) {
   }
   TRY(bk_idem_advance(t, 1000)); /* your clock, in ms */
 
-  /* A snapshot carries the applied ids: the restored table still knows. */
+  /* A snapshot carries the windows and the filter: the restored table
+   * still knows. */
   size_t size, written;
   TRY(bk_idem_serialized_size(t, &size));
   if ((snapshot = malloc(size)) == NULL) {
