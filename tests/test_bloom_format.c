@@ -655,26 +655,6 @@ static char *data_path(const char *file) {
   return path;
 }
 
-static unsigned char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) fail_msg("cannot open %s: %s", path, strerror(errno));
-  unsigned char *buf = NULL;
-  size_t cap = 0, n = 0;
-  for (;;) {
-    if (n == cap) {
-      cap = cap ? cap * 2 : 4096;
-      buf = realloc(buf, cap);
-      assert_non_null(buf);
-    }
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) break;
-  }
-  fclose(f);
-  *len = n;
-  return buf;
-}
-
 static void golden_keys(char store[50][8], const char *keys[50]) {
   for (int i = 0; i < 50; i++) {
     snprintf(store[i], 8, "key%d", i);
@@ -706,7 +686,7 @@ static void test_golden(void **state) {
       bk_bloom_destroy(b);
     }
     size_t len;
-    unsigned char *blob = read_file(path, &len);
+    unsigned char *blob = bk_test_data_file(goldens[g].file, &len);
     bk_bloom *b = SENTINEL;
     bk_status s = bk_bloom_deserialize(blob, len, NULL, &b);
     if (s != BK_OK)
