@@ -319,26 +319,6 @@ static inline void set_lane_bits(bk_fbf *f, uint64_t lane, unsigned future,
     __atomic_fetch_or(&f->words[wp], mp, __ATOMIC_RELAXED);
 }
 
-/* Key locks are sequence locks: even while free, odd while held, +1 at
- * each acquire and release. A refresh that sees a lock held waits only
- * until its value changes (that holder's release), never for the lock to
- * be free, so a stream of inserts cannot starve it. The acquire is one
- * locked instruction (seq_cst), the release a plain store. */
-static inline uint32_t key_lock(uint32_t *l) {
-  for (unsigned spins = 0;;) {
-    uint32_t v = __atomic_load_n(l, __ATOMIC_RELAXED);
-    if (!(v & 1u) &&
-        __atomic_compare_exchange_n(l, &v, v + 1u, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_RELAXED))
-      return v + 1u;
-    bk__backoff(&spins);
-  }
-}
-
-static inline void key_unlock(uint32_t *l, uint32_t held) {
-  __atomic_store_n(l, held + 1u, __ATOMIC_RELEASE);
-}
-
 /* Put the key into the future and present filters of the current state;
  * the caller holds key lock `li`. The lock is the insert's registration
  * with refreshes: it was taken (seq_cst) before the state is read here
@@ -433,9 +413,9 @@ static inline void insert_checked(bk_fbf *f, bk_hash h, const uint64_t *lanes) {
   if (!in_future_and_present(f, lanes)) {
     unsigned li = bk__key_lock_index(h);
     uint32_t *lock = bk__fbf_lock(f, li);
-    uint32_t held = key_lock(lock);
+    uint32_t held = bk__seq_lock(lock);
     insert_locked(f, li, lanes);
-    key_unlock(lock, held);
+    bk__seq_unlock(lock, held);
   }
 }
 
@@ -445,10 +425,10 @@ static inline bool add_if_absent_lanes(bk_fbf *f, bk_hash h,
                                        const uint64_t *lanes) {
   unsigned li = bk__key_lock_index(h);
   uint32_t *lock = bk__fbf_lock(f, li);
-  uint32_t held = key_lock(lock);
+  uint32_t held = bk__seq_lock(lock);
   bool absent = !check_lanes(f, lanes, f->check);
   if (absent) insert_locked(f, li, lanes);
-  key_unlock(lock, held);
+  bk__seq_unlock(lock, held);
   return absent;
 }
 
@@ -581,13 +561,8 @@ void bk__fbf_publish_and_sweep(bk_fbf *f, uint64_t next, uint64_t dropped) {
    * its key lock; each lock seen held is waited on until that holder
    * releases it, before this refresh sweeps. (Inserts under older states
    * finished before the previous refresh got here.) */
-  for (unsigned i = 0; i < BK__FBF_LOCKS; i++) {
-    uint32_t *l = bk__fbf_lock(f, i);
-    uint32_t v = __atomic_load_n(l, __ATOMIC_SEQ_CST);
-    if (!(v & 1u)) continue;
-    for (unsigned spins = 0; __atomic_load_n(l, __ATOMIC_ACQUIRE) == v;)
-      bk__backoff(&spins);
-  }
+  for (unsigned i = 0; i < BK__FBF_LOCKS; i++)
+    bk__seq_wait_release(bk__fbf_lock(f, i));
   /* Release: an inserter's sweep that reads this (acquire) sees those
    * inserts finished and may clear words with plain stores. */
   __atomic_store_n(&f->grace_gen, BK__ST_GEN(next), __ATOMIC_RELEASE);
