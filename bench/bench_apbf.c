@@ -21,9 +21,20 @@
  *   apbf/add              fresh ids, bk_apbf_add.
  *   apbf/contains_hit     present ids (a hit probes k slices).
  *   apbf/contains_miss    absent ids (about 2 (k + l) / k probes).
- * Target: apbf/add_if_absent within 1.5x bloom/add_if_absent. The Go ports'
- * figures (decred: add 59-205 ns, hit 69-98 ns, miss 36-42 ns on a Ryzen 7
- * 1700) are compared in docs/results.md from the absolute times.
+ *   bloom_sw/add_if_absent, apbf_sw/add_if_absent, apbf_sw/add
+ *                         the same with single_writer set on both (no key
+ *                         locks, plain stores).
+ * Targets: apbf/add_if_absent within 1.5x bloom/add_if_absent, and the same
+ * for the single-writer pair. The Go ports' figures (decred: add 59-205
+ * ns, hit 69-98 ns, miss 36-42 ns on a Ryzen 7 1700) are compared in
+ * docs/results.md from the absolute times.
+ *
+ * Reads as of now (group "fbf contains_at"): a fixed FBF, N = 6, k = 7,
+ * 200000 ids per period (m = 1.9 Mbit a filter, 1.9 MiB of lanes), filled
+ * through 8 periods. Rows: fbf/contains (baseline, absent ids),
+ * fbf/contains_at_now (a time before the next refresh: the fast path),
+ * fbf/contains_at_due (a time three periods on: the mutex and the model of
+ * the due refreshes). Targets: both within 1.2x contains.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +42,7 @@
 #include "benches.h"
 #include "bloomkit/apbf.h"
 #include "bloomkit/bloom.h"
+#include "bloomkit/fbf.h"
 #include "fixture.h"
 
 typedef struct apbf_case {
@@ -178,6 +190,70 @@ static void apbf_contains_miss(bk_bench_state *st, void *arg) {
   apbf_contains(st, arg, false);
 }
 
+/* ---- reads as of now (bk_fbf_contains_at) -------------------------------- */
+
+static struct {
+  bk_fx_setup setup;
+  bk_fbf *f;
+  uint64_t now, period, rng;
+} g_at;
+
+static bool at_ready(bk_bench_state *st) {
+  if (g_at.f || g_at.setup.failed) return bk_fx_ready(&g_at.setup, st);
+  uint64_t per = bk_bench_quick() ? 20000 : 200000;
+  g_at.period = 1000;
+  bk_fbf_config cfg = {.capacity = per,
+                       .n_past = 6,
+                       .refresh_period = g_at.period,
+                       .seed = bk_bench_seed()};
+  if (bk_fbf_create(&g_at.f, &cfg) != BK_OK)
+    return bk_fx_fail(&g_at.setup, st, "bk_fbf_create failed");
+  uint64_t id = 0;
+  for (unsigned p = 0; p < 8; p++) {
+    for (uint64_t j = 0; j < per; j++, id++)
+      (void)bk_fbf_add(g_at.f, &id, sizeof id);
+    g_at.now += g_at.period;
+    (void)bk_fbf_advance(g_at.f, g_at.now);
+  }
+  g_at.rng = bk_fx_stream(0xC0A7);
+  return true;
+}
+
+/* mode 0: contains; 1: contains_at before the next refresh; 2: three
+ * periods on */
+static void fbf_reads(bk_bench_state *st, int mode) {
+  if (!at_ready(st)) return;
+  uint64_t n, found = 0, state = g_at.rng;
+  uint64_t at =
+      mode == 1 ? g_at.now + g_at.period / 2 : g_at.now + 3 * g_at.period;
+  while ((n = bk_bench_batch(st)) != 0)
+    for (uint64_t i = 0; i < n; i++) {
+      uint64_t key = bk_fx_absent_key(&state);
+      bool f = false;
+      if (mode == 0)
+        (void)bk_fbf_contains(g_at.f, &key, sizeof key, &f);
+      else
+        (void)bk_fbf_contains_at(g_at.f, &key, sizeof key, at, &f);
+      found += f;
+    }
+  g_at.rng = state;
+  bk_bench_counter(st, "hit_rate",
+                   (double)found / (double)bk_bench_iterations(st));
+}
+
+static void fbf_contains_bench(bk_bench_state *st, void *arg) {
+  (void)arg;
+  fbf_reads(st, 0);
+}
+static void fbf_contains_at_now(bk_bench_state *st, void *arg) {
+  (void)arg;
+  fbf_reads(st, 1);
+}
+static void fbf_contains_at_due(bk_bench_state *st, void *arg) {
+  (void)arg;
+  fbf_reads(st, 2);
+}
+
 #define N_ROWS 8
 
 void bk_bench_register_apbf(void) {
@@ -207,9 +283,24 @@ void bk_bench_register_apbf(void) {
     snprintf(sw_labels[i], sizeof sw_labels[i], "%s", label);
     bk_bench_target(sw_labels[i], names[i][6], names[i][5], 1.5);
   }
+  static const char *const at_rows[3] = {"fbf contains_at/fbf/contains",
+                                         "fbf contains_at/fbf/contains_at_now",
+                                         "fbf contains_at/fbf/contains_at_due"};
+  static const bk_bench_fn at_fns[3] = {fbf_contains_bench, fbf_contains_at_now,
+                                        fbf_contains_at_due};
+  snprintf(g_at.setup.name, sizeof g_at.setup.name, "fbf contains_at");
+  for (unsigned r = 0; r < 3; r++) {
+    bk_bench_opts o = {.group = "fbf contains_at", .baseline = r == 0};
+    bk_bench_register(at_rows[r], at_fns[r], NULL, &o);
+  }
+  bk_bench_target("fbf contains_at, no refresh due", at_rows[1], at_rows[0],
+                  1.2);
+  bk_bench_info_ratio("fbf contains_at, refreshes due", at_rows[2], at_rows[0]);
 }
 
 void bk_bench_release_apbf(void) {
+  bk_fbf_destroy(g_at.f);
+  g_at.f = NULL;
   for (unsigned i = 0; i < 3; i++) {
     bk_apbf_destroy(g_cases[i].f);
     bk_apbf_destroy(g_cases[i].sw);

@@ -76,7 +76,11 @@ static void *inserter(void *arg) {
     uint64_t id = r->same_ids ? j : j * MAX_THREADS + w->tid;
     bk_hash h = hash_id(r->f, id);
     uint64_t mark = atomic_fetch_add(&r->started, 1);
-    if (r->timed) mark = atomic_load(&r->clock_lo);
+    if (r->timed) {
+      /* keep the clock thread within reach, however it is scheduled */
+      while (mark / 4 > atomic_load(&r->clock_lo) + 16) sched_yield();
+      mark = atomic_load(&r->clock_lo);
+    }
     if (r->same_ids) {
       bool added = false;
       if (bk_apbf_add_if_absent_hash(r->f, h, &added) != BK_OK)

@@ -444,7 +444,9 @@ double bk__apbf_run_probability(unsigned k, unsigned n, const double *r) {
     }
     memcpy(dist, next, sizeof dist);
   }
-  return hit;
+  /* rounding can take a sum of products of fills near 1 past 1 (the
+   * fuzzer found 1 + 2^-52 at m = 65) */
+  return hit < 1.0 ? hit : 1.0;
 }
 
 static bool shape_ok(unsigned k, unsigned l) {

@@ -394,6 +394,55 @@ bk_status bk_fbf_contains(const bk_fbf *f, const void *key, size_t len,
   return BK_OK;
 }
 
+/* The check as of a later time: only the current filters logical 0 ..
+ * survivors - 1 remain, behind new empty ones, so the rule is the pairs
+ * among them and the last one alone (with a new empty future in front,
+ * the current future is checked in its pair with the current present);
+ * SIMPLE: any of them. */
+static bool check_survivors(const bk_fbf *f, const uint64_t *lanes, uint64_t st,
+                            unsigned survivors, bk_fbf_check check) {
+  if (!survivors) return false;
+  unsigned head = BK__ST_HEAD(st), w = f->width;
+  uint64_t single = check == BK_FBF_CHECK_SIMPLE
+                        ? width_mask(survivors)
+                        : (uint64_t)1 << (survivors - 1);
+  uint64_t pairs = check == BK_FBF_CHECK_SIMPLE ? 0 : width_mask(survivors - 1);
+  rule r = {to_physical(single, head, w), to_physical(pairs, head, w), w - 1};
+  return probe_lanes(f, lanes, st, &r) != 0;
+}
+
+bk_status bk_fbf_contains_at_hash(const bk_fbf *f, bk_hash h, uint64_t now,
+                                  bool *out) {
+  BK_RETURN_IF(!f || !out, BK_EINVAL);
+  uint64_t lanes[BK_K_MAX];
+  key_lanes(f, h, lanes, false);
+  /* No refresh due by `now` (nor, then, any adaptation tick that could
+   * matter here): the current answer. Read without the mutex; a refresh
+   * racing with it only makes the answer as of a later time. */
+  if (now < __atomic_load_n(&f->next_refresh, __ATOMIC_RELAXED)) {
+    *out = check_lanes(f, lanes, f->check);
+    return BK_OK;
+  }
+  bk_fbf *mf = (bk_fbf *)f; /* the mutex only: nothing is modified */
+  pthread_mutex_lock(&mf->mu);
+  bool moved;
+  unsigned survivors = bk__fbf_survivors_at(f, now, &moved);
+  /* Under the mutex no refresh runs, so the state is stable and swept. */
+  uint64_t st = __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
+  *out = moved ? check_survivors(f, lanes, st, survivors, f->check)
+               : check_lanes(f, lanes, f->check);
+  pthread_mutex_unlock(&mf->mu);
+  return BK_OK;
+}
+
+bk_status bk_fbf_contains_at(const bk_fbf *f, const void *key, size_t len,
+                             uint64_t now, bool *out) {
+  bk_hash h;
+  BK_RETURN_IF(!out, BK_EINVAL);
+  BK_TRY(hash_key(f, key, len, &h));
+  return bk_fbf_contains_at_hash(f, h, now, out);
+}
+
 /* Algorithm 1: only an element the check does not find is inserted. */
 /* Is the key in both the future and the present filter? Then an add would
  * set no bit, and those two keep it for the whole window: they move down
