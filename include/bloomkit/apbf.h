@@ -56,8 +56,9 @@ typedef struct bk_apbf bk_apbf;
  * Configuration; zero fields mean "default" or "derived".
  *
  * Shape: k and l explicit (both or neither), or both 0 with `fpp`: the
- * (k, l) of fewest bits per window item whose rate (bk_apbf_fpp_formula)
- * is at most fpp.
+ * (k, l), l <= 3 k, of fewest bits per window item whose rate
+ * (bk_apbf_fpp_formula) is at most fpp (at 1 %: (10, 25); past l = 3 k a
+ * miss probes many more slices for a few bits less).
  *
  * Count-based (window == 0): `generation` g explicit, or `capacity` = the
  * number of most recent inserts that must always be found, giving
@@ -70,14 +71,14 @@ typedef struct bk_apbf bk_apbf;
  * the false positive rate.
  */
 typedef struct bk_apbf_config {
-  unsigned k;           /**< 1..BK_APBF_MAX_K, or 0 with l 0: from fpp */
-  unsigned l;           /**< >= 1, k + l <= BK_APBF_MAX_SLICES */
-  uint64_t capacity;    /**< window in inserts (count) / inserts per window */
-  uint64_t generation;  /**< g, instead of capacity */
-  double fpp;           /**< target when k and l are 0; default 0.01 */
-  uint64_t window;      /**< time-based: window in caller units; 0: count */
-  uint64_t start_time;  /**< the caller's clock at creation (time-based) */
-  uint64_t m_bits;      /**< bits per slice; 0: ceil(k g / ln 2) */
+  unsigned k;          /**< 1..BK_APBF_MAX_K, or 0 with l 0: from fpp */
+  unsigned l;          /**< >= 1, k + l <= BK_APBF_MAX_SLICES */
+  uint64_t capacity;   /**< window in inserts (count) / inserts per window */
+  uint64_t generation; /**< g, instead of capacity */
+  double fpp;          /**< target when k and l are 0; default 0.01 */
+  uint64_t window;     /**< time-based: window in caller units; 0: count */
+  uint64_t start_time; /**< the caller's clock at creation (time-based) */
+  uint64_t m_bits;     /**< bits per slice; 0: ceil(k g / ln 2) */
   /** At most one thread at a time inserts (lookups may still run
    * concurrently with it): inserts then take no key lock and set bits with
    * plain stores. Not saved in the blob. */
@@ -171,6 +172,22 @@ BK_API bk_status bk_apbf_advance(bk_apbf *f, uint64_t now);
  * k 0 or over the limit, l 0, k + l over the limit).
  */
 BK_API bk_status bk_apbf_fpp_formula(unsigned k, unsigned l, double *out);
+
+/**
+ * Sizing by memory: the (k, l), l <= 3 k, k + l <= 128, of lowest rate
+ * for a window of
+ * `window` items (or, time-based, items per window) at `bits_per_item`
+ * bits per window item: slices of floor(bits_per_item window / (k + l))
+ * bits, g = ceil((window - 1) / l). The rate compared (and returned in
+ * *fpp) is the run probability with each slice filled as at the middle of
+ * a generation, 1 - e^{-min(i + 1/2, k) g / m}, close to the rate averaged
+ * over a generation. Configure the result as {k, l, generation = g,
+ * m_bits}. Errors: BK_EINVAL (NULL out, window 0 or over 2^40,
+ * bits_per_item not in [1, 1024], no slice of at least one bit). Cost:
+ * about 2000 small dynamic programs (milliseconds).
+ */
+BK_API bk_status bk_apbf_shape_for_bits(uint64_t window, double bits_per_item,
+                                        unsigned *k, unsigned *l, double *fpp);
 
 /**
  * The rate of the current state: the same run probability with each

@@ -44,6 +44,8 @@
 #define LN2 0.69314718055994530942
 /* Slices larger than this (about a core's L2) prefetch a window. */
 #define PREFETCH_BYTES ((size_t)1 << 20)
+/* Sizing picks l <= 3 k (choose_shape). */
+#define SHAPE_MAX_L_PER_K 3u
 
 /* ---- positions --------------------------------------------------------- */
 
@@ -59,9 +61,9 @@ static inline probe probe_of(bk_hash h) {
 static inline uint64_t *slot_word(const bk_apbf *f, unsigned slot,
                                   const probe *p, unsigned *bit) {
   uint64_t pos =
-      bk_reduce(p->lo + (uint64_t)slot * p->step + f->cubic[slot], f->m);
+      bk_reduce(p->lo + (uint64_t)slot * p->step + f->slot[slot].cubic, f->m);
   *bit = (unsigned)(pos & 63);
-  return &f->words[slot * f->wps + (pos >> 6)];
+  return f->slot[slot].first + (pos >> 6);
 }
 
 static inline bool slot_test(const bk_apbf *f, unsigned slot, const probe *p) {
@@ -72,8 +74,8 @@ static inline bool slot_test(const bk_apbf *f, unsigned slot, const probe *p) {
 
 /* k logical slices in a row among [lo, hi) holding the key? Ones known in
  * [start, known); each window is probed from its end back to `known`. */
-static bool run_search(const bk_apbf *f, const probe *p, unsigned base,
-                       unsigned lo, unsigned hi) {
+static inline __attribute__((always_inline)) bool run_search(
+    const bk_apbf *f, const probe *p, unsigned base, unsigned lo, unsigned hi) {
   const unsigned k = f->k;
   unsigned start = lo, known = lo;
   /* Slices beyond the cache: start the loads the search will most likely
@@ -104,7 +106,9 @@ static bool run_search(const bk_apbf *f, const probe *p, unsigned base,
 
 /* The check under one consistent state, as of `now` when `at` (a
  * time-based APBF leaves out the slices the due shifts would drop). */
-static bool check(const bk_apbf *f, const probe *p, bool at, uint64_t now) {
+static inline __attribute__((always_inline)) bool check(const bk_apbf *f,
+                                                        const probe *p, bool at,
+                                                        uint64_t now) {
   for (unsigned spins = 0;;) {
     uint64_t st = __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
     unsigned lo = 0, hi = f->n;
@@ -175,7 +179,7 @@ static void shift(bk_apbf *f, uint64_t total) {
       finished < BK__AP_GEN_COUNT_MAX ? finished : BK__AP_GEN_COUNT_MAX;
   for (unsigned i = 0; i < cleared; i++) {
     unsigned slot = bk__apbf_slot(f, nb, i);
-    uint64_t *w = f->words + slot * f->wps;
+    uint64_t *w = f->slot[slot].first;
     /* Atomic stores: readers of the previous state may still load here. */
     for (uint64_t j = 0; j < f->wps; j++)
       __atomic_store_n(&w[j], 0, __ATOMIC_RELAXED);
@@ -291,13 +295,10 @@ static bool insert(bk_apbf *f, bk_hash h, bool if_absent) {
   }
 }
 
-static inline bk_status hash_key(const bk_apbf *f, const void *key, size_t len,
-                                 bk_hash *out) {
-  BK_RETURN_IF(!f || (!key && len), BK_EINVAL);
-  BK_RETURN_IF(f->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
-               BK_EINVAL);
-  *out = bk__hash_fast(f->hash_alg, f->seed, key, len);
-  return BK_OK;
+static inline __attribute__((always_inline)) bk_status hash_key(
+    const bk_apbf *f, const void *key, size_t len, bk_hash *out) {
+  BK_RETURN_IF(!f, BK_EINVAL);
+  return bk__hash_key(f->hash_alg, f->seed, key, len, out);
 }
 
 bk_status bk_apbf_hash(const bk_apbf *f, const void *key, size_t len,
@@ -485,14 +486,18 @@ bk_status bk_apbf_estimated_fpp(const bk_apbf *f, double *out) {
 }
 
 /* The (k, l) of fewest bits per window item, (k + l) k / l (slices of
- * k g / ln 2 bits, g = window / l), whose formula rate is at most fpp. For
- * each k the rate rises with l and the cost falls, so the largest l that
- * meets fpp is k's best (bisected). */
+ * k g / ln 2 bits, g = window / l), whose formula rate is at most fpp,
+ * with l at most SHAPE_MAX_L_PER_K k: a miss probes about 2 (k + l) / k
+ * slices, and past l = 3 k the bits fall by little (at 1 %: (11, 46) takes
+ * 19.7 bits per item and (10, 25) 20.2, for twice the probes). For each k
+ * the rate rises with l and the cost falls, so the largest l that meets
+ * fpp is k's best (bisected). */
 static bk_status choose_shape(double fpp, unsigned *k_out, unsigned *l_out) {
   double best = INFINITY;
   for (unsigned k = 1; k <= BK_APBF_MAX_K; k++) {
     if (formula(k, 1) > fpp) continue;
     unsigned lo = 1, hi = BK_APBF_MAX_SLICES - k;
+    if (hi > SHAPE_MAX_L_PER_K * k) hi = SHAPE_MAX_L_PER_K * k;
     while (lo < hi) {
       unsigned mid = lo + (hi - lo + 1) / 2;
       if (formula(k, mid) <= fpp)
@@ -508,6 +513,35 @@ static bk_status choose_shape(double fpp, unsigned *k_out, unsigned *l_out) {
     }
   }
   return best < INFINITY ? BK_OK : BK_EINVAL;
+}
+
+bk_status bk_apbf_shape_for_bits(uint64_t window, double bits_per_item,
+                                 unsigned *k_out, unsigned *l_out,
+                                 double *fpp) {
+  BK_RETURN_IF(!k_out || !l_out || !fpp, BK_EINVAL);
+  BK_RETURN_IF(window == 0 || window > BK_BITS_MAX, BK_EINVAL);
+  BK_RETURN_IF(!(bits_per_item >= 1.0 && bits_per_item <= 1024.0), BK_EINVAL);
+  double total = bits_per_item * (double)window, best = 2.0;
+  for (unsigned k = 1; k <= BK_APBF_MAX_K; k++)
+    for (unsigned l = 1; l <= SHAPE_MAX_L_PER_K * k && k + l <= 128; l++) {
+      double m = floor(total / (k + l));
+      if (m < 1) continue;
+      double g = window > 1 ? ceil((double)(window - 1) / l) : 1;
+      double r[BK_APBF_MAX_SLICES];
+      for (unsigned i = 0; i < k + l; i++) {
+        double gens = i + 0.5 < k ? i + 0.5 : k;
+        r[i] = 1.0 - exp(-gens * g / m);
+      }
+      double p = bk__apbf_run_probability(k, k + l, r);
+      if (p < best) {
+        best = p;
+        *k_out = k;
+        *l_out = l;
+      }
+    }
+  BK_RETURN_IF(best > 1.0, BK_EINVAL);
+  *fpp = best;
+  return BK_OK;
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */
@@ -526,7 +560,8 @@ bk_status bk__apbf_alloc(const bk__alloc *al, unsigned k, unsigned l,
   f->n = n;
   f->m = m;
   f->wps = wps;
-  for (unsigned s = 0; s < n; s++) f->cubic[s] = ((uint64_t)s * s * s - s) / 6;
+  for (unsigned s = 0; s < n; s++)
+    f->slot[s].cubic = ((uint64_t)s * s * s - s) / 6;
   bk_status s = bk__region_alloc(al, (size_t)(wps * n * 8), &f->region);
   if (s == BK_OK) s = bk__region_alloc(al, BK__KEY_LOCKS_BYTES, &f->locks);
   if (s == BK_OK && pthread_mutex_init(&f->mu, NULL) != 0) s = BK_ENOMEM;
@@ -537,6 +572,7 @@ bk_status bk__apbf_alloc(const bk__alloc *al, unsigned k, unsigned l,
     return s;
   }
   f->words = f->region.data;
+  for (unsigned i = 0; i < n; i++) f->slot[i].first = f->words + i * wps;
   f->prefetch = f->region.size > PREFETCH_BYTES;
   *out = f;
   return BK_OK;

@@ -60,8 +60,13 @@ struct bk_apbf {
   uint64_t seed;
   bool single_writer; /* inserts: no key locks, plain stores */
   bool prefetch;      /* slices beyond the cache: prefetch a window */
-  uint64_t cubic[BK_APBF_MAX_SLICES]; /* (s^3 - s) / 6: slot s's offset */
-  uint64_t *words;                    /* slot s at words + s * wps */
+  /* Per physical slot s: (s^3 - s) / 6, its probe offset, and its first
+   * word (words + s * wps), side by side for the probe loop. */
+  struct {
+    uint64_t cubic;
+    uint64_t *first;
+  } slot[BK_APBF_MAX_SLICES];
+  uint64_t *words; /* slot s at words + s * wps */
   bk__region region;
   /* BK__KEY_LOCKS sequence locks, one cache line each: the u32 lock, then
    * (time-based) a u64 count of the inserts made under it in the current

@@ -62,7 +62,7 @@ bk_status bk_apbf_serialize(const bk_apbf *f, void *buf, size_t cap,
   bk__store_le64(p + 88, 0);
   unsigned char *slices = p + APBF_HEADER_LEN + 8u * f->n;
   for (unsigned i = 0; i < f->n; i++) {
-    const uint64_t *w = f->words + bk__apbf_slot(f, base, i) * f->wps;
+    const uint64_t *w = f->slot[bk__apbf_slot(f, base, i)].first;
     for (uint64_t j = 0; j < f->wps; j++)
       bk__store_le64(slices + 8 * (i * f->wps + j),
                      __atomic_load_n(&w[j], __ATOMIC_RELAXED));

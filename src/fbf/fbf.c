@@ -356,11 +356,8 @@ static void insert_locked(bk_fbf *f, unsigned li, const uint64_t *lanes) {
 
 static inline bk_status hash_key(const bk_fbf *f, const void *key, size_t len,
                                  bk_hash *out) {
-  BK_RETURN_IF(!f || (!key && len), BK_EINVAL);
-  BK_RETURN_IF(f->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
-               BK_EINVAL);
-  *out = bk__hash_fast(f->hash_alg, f->seed, key, len);
-  return BK_OK;
+  BK_RETURN_IF(!f, BK_EINVAL);
+  return bk__hash_key(f->hash_alg, f->seed, key, len, out);
 }
 
 bk_status bk_fbf_hash(const bk_fbf *f, const void *key, size_t len,
