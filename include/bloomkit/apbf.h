@@ -141,9 +141,10 @@ BK_API bk_status bk_apbf_contains_at_hash(const bk_apbf *f, bk_hash h,
 
 /**
  * Batches, key by key in order, each as the single-key call (a shift may
- * fall between two keys). Every key is validated before any is used.
- * Errors: BK_EINVAL (NULL f; NULL keys, lens, out or added with n > 0; a
- * NULL key with a length; a Murmur3 key over 2^31 - 1 bytes). Cost: O(n k).
+ * fall between two keys), with the words of the keys a few places ahead
+ * prefetched so their cache misses overlap. Every key is validated before any
+ * is used. Errors: BK_EINVAL (NULL f; NULL keys, lens, out or added with n > 0;
+ * a NULL key with a length; a Murmur3 key over 2^31 - 1 bytes). Cost: O(n k).
  */
 BK_API bk_status bk_apbf_contains_many(const bk_apbf *f,
                                        const void *const *keys,

@@ -483,7 +483,8 @@ static int measure(unsigned kind, const wopts *o, wrow *r) {
   for (uint64_t i = 0; i < o->stream; i++) {
     bool fresh;
     uint64_t id = stream_next(&gen, &fresh);
-    if (add_if_absent(&s, id, gen.time)) answers[i / 8] |= 1u << (i % 8);
+    if (add_if_absent(&s, id, gen.time))
+      answers[i / 8] |= (uint8_t)(1u << (i % 8));
   }
   r->add_ns = (now_s() - t0) * 1e9 / (double)o->stream;
   uint64_t end_time = gen.time, n_ids = gen.fresh;

@@ -368,6 +368,15 @@ bk_status bk_apbf_contains_at(const bk_apbf *f, const void *key, size_t len,
   return bk_apbf_contains_at_hash(f, h, now, out);
 }
 
+void bk__apbf_prefetch(const bk_apbf *f, bk_hash h) {
+  probe p = probe_of(h);
+  unsigned base = BK__AP_BASE(__atomic_load_n(&f->state, __ATOMIC_RELAXED));
+  for (unsigned i = 0; i < f->k; i++) {
+    unsigned bit;
+    __builtin_prefetch(slot_word(f, bk__apbf_slot(f, base, i), &p, &bit));
+  }
+}
+
 /* ---- batches ------------------------------------------------------------ */
 
 static bk_status check_keys(const bk_apbf *f, const void *const *keys,
@@ -381,22 +390,48 @@ static inline bk_hash key_digest(const bk_apbf *f, const void *key,
   return bk__hash_fast(f->hash_alg, f->seed, key, len);
 }
 
+/* Key i is processed while the words of keys i + 1 .. i + AHEAD - 1 are on
+ * their way (a ring of digests); each key's operation is the single-key
+ * call's, in order. OP(h) uses i. */
+#define AHEAD 8u
+#define APBF_BATCH(f, keys, lens, n, OP)                           \
+  do {                                                             \
+    bk_hash ring_[AHEAD];                                          \
+    for (size_t j_ = 0; j_ < (n) && j_ < AHEAD; j_++) {            \
+      ring_[j_] = key_digest((f), (keys)[j_], (lens)[j_]);         \
+      bk__apbf_prefetch((f), ring_[j_]);                           \
+    }                                                              \
+    for (size_t i = 0; i < (n); i++) {                             \
+      bk_hash h_ = ring_[i % AHEAD];                               \
+      OP(h_);                                                      \
+      if (i + AHEAD < (n)) {                                       \
+        ring_[i % AHEAD] =                                         \
+            key_digest((f), (keys)[i + AHEAD], (lens)[i + AHEAD]); \
+        bk__apbf_prefetch((f), ring_[i % AHEAD]);                  \
+      }                                                            \
+    }                                                              \
+  } while (0)
+
 bk_status bk_apbf_contains_many(const bk_apbf *f, const void *const *keys,
                                 const size_t *lens, size_t n, bool *out) {
   BK_TRY(check_keys(f, keys, lens, n));
   BK_RETURN_IF(n && !out, BK_EINVAL);
-  for (size_t i = 0; i < n; i++) {
-    probe p = probe_of(key_digest(f, keys[i], lens[i]));
-    out[i] = check(f, &p, false, 0);
-  }
+#define CONTAINS_OP(h)                \
+  do {                                \
+    probe p_ = probe_of(h);           \
+    out[i] = check(f, &p_, false, 0); \
+  } while (0)
+  APBF_BATCH(f, keys, lens, n, CONTAINS_OP);
+#undef CONTAINS_OP
   return BK_OK;
 }
 
 bk_status bk_apbf_add_many(bk_apbf *f, const void *const *keys,
                            const size_t *lens, size_t n) {
   BK_TRY(check_keys(f, keys, lens, n));
-  for (size_t i = 0; i < n; i++)
-    (void)insert(f, key_digest(f, keys[i], lens[i]), false);
+#define ADD_OP(h) (void)insert(f, h, false)
+  APBF_BATCH(f, keys, lens, n, ADD_OP);
+#undef ADD_OP
   return BK_OK;
 }
 
@@ -405,8 +440,9 @@ bk_status bk_apbf_add_if_absent_many(bk_apbf *f, const void *const *keys,
                                      bool *added) {
   BK_TRY(check_keys(f, keys, lens, n));
   BK_RETURN_IF(n && !added, BK_EINVAL);
-  for (size_t i = 0; i < n; i++)
-    added[i] = insert(f, key_digest(f, keys[i], lens[i]), true);
+#define AIA_OP(h) added[i] = insert(f, h, true)
+  APBF_BATCH(f, keys, lens, n, AIA_OP);
+#undef AIA_OP
   return BK_OK;
 }
 

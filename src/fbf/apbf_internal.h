@@ -108,6 +108,12 @@ static inline uint64_t bk__apbf_due(const bk_apbf *f, uint64_t now) {
   return now < f->start ? 0 : (now - f->start) / f->period;
 }
 
+/* Prefetch the words of the key's bits in logical slices 0 .. k - 1 (the
+ * first window a check probes, and where an insert writes), to overlap
+ * their misses with other work: for bk_idem's batches, as
+ * bk__fbf_prefetch. */
+void bk__apbf_prefetch(const bk_apbf *f, bk_hash h);
+
 /* Allocate an APBF of this shape (zeroed state, base 0). */
 bk_status bk__apbf_alloc(const bk__alloc *al, unsigned k, unsigned l,
                          uint64_t m, bk_apbf **out);
