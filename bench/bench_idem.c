@@ -93,9 +93,14 @@
 #define QUICK_ROUND_OPS 1024u
 #define FILL_OPS 65536u /* adds per thread per phase while filling */
 #define QUICK_FILL_OPS 4096u
-#define REF_PER_ADD 2u  /* reference reads per add, 2-thread rounds */
-#define ADD_LIMIT 1.5   /* fbf add / none add */
-#define SPEEDUP_MIN 1.6 /* 2-thread / 1-thread throughput */
+#define REF_PER_ADD 2u /* reference reads per add, 2-thread rounds */
+#define ACTIVE_CLIENTS UINT64_C(100000) /* clients sending ops */
+#define QUICK_ACTIVE_CLIENTS UINT64_C(1000)
+#define BUSY_CLIENTS UINT64_C(100) /* the slide-out case's clients */
+#define WINDOW 256u                /* W of the hybrid tables */
+#define ADD_LIMIT 1.5              /* fbf add / none add */
+#define HYBRID_LIMIT 1.2           /* hybrid add / none add */
+#define SPEEDUP_MIN 1.6            /* 2-thread / 1-thread throughput */
 
 /* A spin-wait step: pause, and yield once the wait gets long (the machine
  * may have fewer free cores than spinning threads). */
@@ -111,21 +116,32 @@ static inline void relax(unsigned *spins) {
 
 /* ---- the tables ---------------------------------------------------------- */
 
-typedef enum strategy_case { CASE_NONE, CASE_FBF, N_CASES } strategy_case;
+typedef enum strategy_case {
+  CASE_NONE,
+  CASE_FBF,
+  CASE_HYBRID,
+  CASE_HYBRID_BUSY,
+  N_CASES
+} strategy_case;
 
 typedef struct idem_case {
   bk_idem_strategy strategy;
   const char *name; /* in benchmark names */
   bk_idem *t;
-  uint64_t clock;   /* adds made so far: the simulated time */
-  uint64_t clients; /* client ids handed out */
+  uint64_t clock;     /* adds made so far: the simulated time */
+  uint64_t n_clients; /* active clients: ids 1 .. n_clients */
+  uint64_t *seqs;     /* each client's next seq */
   bk_fx_setup setup;
 } idem_case;
 
 static idem_case cases[N_CASES] = {
-    [CASE_NONE] = {.strategy = BK_IDEM_NONE},
+    [CASE_NONE] = {.strategy = BK_IDEM_NONE, .name = "none"},
     [CASE_FBF] = {.strategy = BK_IDEM_FBF},
+    [CASE_HYBRID] = {.strategy = BK_IDEM_HYBRID, .name = "hybrid_w256"},
+    [CASE_HYBRID_BUSY] = {.strategy = BK_IDEM_HYBRID,
+                          .name = "hybrid_w256_busy100"},
 };
+static uint64_t n_active = ACTIVE_CLIENTS;
 static char fbf_name[32];
 static char keys_label[24]; /* "1M", "16Ki" */
 static uint64_t n_keys = N_KEYS;
@@ -143,7 +159,10 @@ static bool fail(idem_case *ic, bk_bench_state *st, const char *what,
 
 typedef struct worker {
   _Alignas(64) bk_idem *t;
-  uint64_t client, seq; /* op ids (client, seq++) */
+  /* op ids: client = client_base + r for r uniform in [0, n_clients),
+   * seq = that client's next (seqs[r]++): clients number in order */
+  uint64_t client_base, n_clients;
+  uint64_t *seqs;
   uint64_t rng;
   /* keys offset + stride r, r in [0, count) */
   uint64_t offset, stride, count;
@@ -152,35 +171,43 @@ typedef struct worker {
   uint64_t ref_x;   /* the reference workload's last value */
 } worker;
 
-/* A worker of its own client id, adding to keys offset + stride r. */
-static worker new_worker(idem_case *ic, uint64_t offset, uint64_t stride) {
+static uint64_t worker_streams; /* each worker its own random stream */
+
+/* A worker adding to keys offset + stride r, as clients [first, first + n)
+ * of the case's active clients. */
+static worker new_worker(idem_case *ic, uint64_t offset, uint64_t stride,
+                         uint64_t first, uint64_t n) {
   worker w;
   memset(&w, 0, sizeof w);
   w.t = ic->t;
-  w.client = ++ic->clients;
-  w.rng = bk_fx_stream(((uint64_t)ic->strategy << 32) ^ w.client);
+  w.client_base = 1 + first;
+  w.n_clients = n;
+  w.seqs = ic->seqs + first;
+  w.rng = bk_fx_stream(((uint64_t)ic->strategy << 32) ^ ++worker_streams);
   w.offset = offset;
   w.stride = stride;
   w.count = (n_keys - offset + stride - 1) / stride;
   return w;
 }
 
-/* `ops` adds of 1 to uniformly drawn keys, each with a fresh op id. */
+/* `ops` adds of 1 to uniformly drawn keys, each with a fresh op id of a
+ * uniformly drawn client. */
 BK_FX_INLINE void worker_add(worker *w, uint64_t ops) {
   bk_idem *t = w->t;
   const uint64_t offset = w->offset, stride = w->stride, count = w->count;
-  const uint64_t client = w->client;
-  uint64_t state = w->rng, seq = w->seq, applied = 0;
+  const uint64_t base = w->client_base, n_clients = w->n_clients;
+  uint64_t *seqs = w->seqs;
+  uint64_t state = w->rng, applied = 0;
   int bad = 0;
   for (uint64_t i = 0; i < ops; i++) {
     uint64_t key = offset + stride * bk_fx_present_key(&state, count);
-    bk_idem_op_id id = {client, seq++};
+    uint64_t c = bk_reduce(bk_fx_next(&state), n_clients);
+    bk_idem_op_id id = {base + c, seqs[c]++};
     bk_idem_outcome outcome = BK_IDEM_DUPLICATE;
     bad |= bk_idem_add(t, &key, sizeof key, id, 1, NULL, &outcome) != BK_OK;
     applied += outcome == BK_IDEM_APPLIED;
   }
   w->rng = state;
-  w->seq = seq;
   w->applied += applied;
   w->bad |= bad;
 }
@@ -189,7 +216,8 @@ BK_FX_INLINE void worker_add(worker *w, uint64_t ops) {
 static void worker_create(worker *w) {
   for (uint64_t r = 0; r < w->count; r++) {
     uint64_t key = w->offset + w->stride * r;
-    bk_idem_op_id id = {w->client, w->seq++};
+    uint64_t c = r % w->n_clients;
+    bk_idem_op_id id = {w->client_base + c, w->seqs[c]++};
     bk_idem_outcome outcome = BK_IDEM_DUPLICATE;
     w->bad |=
         bk_idem_add(w->t, &key, sizeof key, id, 1, NULL, &outcome) != BK_OK;
@@ -273,11 +301,12 @@ static void *helper_main(void *p) {
   }
 }
 
-/* Thread j works on keys i = j mod 2. */
+/* Thread j works on keys i = j mod 2, as half the active clients. */
 static bool team_start(team *tm, idem_case *ic) {
   memset(tm, 0, sizeof *tm);
-  tm->w[0] = new_worker(ic, 0, 2);
-  tm->w[1] = new_worker(ic, 1, 2);
+  uint64_t half = ic->n_clients / 2;
+  tm->w[0] = new_worker(ic, 0, 2, 0, half);
+  tm->w[1] = new_worker(ic, 1, 2, half, ic->n_clients - half);
   if (pthread_mutex_init(&tm->mu, NULL) != 0) return false;
   if (pthread_cond_init(&tm->cv, NULL) != 0) {
     pthread_mutex_destroy(&tm->mu);
@@ -351,7 +380,12 @@ static bool ensure_table(idem_case *ic, bk_bench_state *st) {
   cfg.expected_keys = n_keys;
   cfg.seed = bk_bench_seed();
   cfg.start_time = 0;
-  if (ic->strategy == BK_IDEM_FBF) {
+  if (!ic->seqs) {
+    ic->seqs = calloc(ic->n_clients, sizeof *ic->seqs);
+    if (!ic->seqs) return fail(ic, st, "the clients' seqs", BK_ENOMEM);
+  }
+  if (ic->strategy != BK_IDEM_NONE) { /* FBF and HYBRID: the same filter */
+    cfg.window = WINDOW;
     cfg.n_past = N_PAST;
     cfg.refresh_period = period;
     cfg.retry_timeout = (N_PAST + 1) * period;
@@ -374,9 +408,10 @@ static bool ensure_table(idem_case *ic, bk_bench_state *st) {
   ic->clock += n_keys;
   s = bk_idem_advance(ic->t, ic->clock);
   double t1 = bk_fx_now();
-  /* FBF: random adds up to (N + 1) P + P / 2: steady state, mid-period. */
+  /* FBF and HYBRID: random adds up to (N + 1) P + P / 2: steady state,
+   * mid-period (the windows' clients have all come and some have gone). */
   uint64_t target =
-      ic->strategy == BK_IDEM_FBF ? (N_PAST + 1) * period + period / 2 : 0;
+      ic->strategy != BK_IDEM_NONE ? (N_PAST + 1) * period + period / 2 : 0;
   while (s == BK_OK && ic->clock < target) {
     uint64_t ops = (target - ic->clock + 1) / 2;
     if (ops > fill_ops) ops = fill_ops;
@@ -397,7 +432,7 @@ static bool ensure_table(idem_case *ic, bk_bench_state *st) {
   }
   fprintf(stderr, "[bench] filled idem %s: %llu keys in %.1f s", ic->name,
           (unsigned long long)info.keys, t1 - t0);
-  if (ic->strategy == BK_IDEM_FBF)
+  if (ic->strategy != BK_IDEM_NONE)
     fprintf(stderr,
             ", then to %llu adds (period %llu adds, %llu refreshes, %llu "
             "applied, %llu taken for duplicates) in %.1f s; est fpp %.3g, "
@@ -407,6 +442,15 @@ static bool ensure_table(idem_case *ic, bk_bench_state *st) {
             (unsigned long long)info.applied,
             (unsigned long long)info.duplicates, t2 - t1, info.fpp,
             (double)info.filter_memory / (double)BK_FX_MIB);
+  if (info.window)
+    fprintf(
+        stderr,
+        "; %llu clients in windows, %.1f bytes each, %llu ops below a "
+        "window, %llu seqs slid into the FBF",
+        (unsigned long long)info.clients,
+        info.clients ? (double)info.window_memory / (double)info.clients : 0.0,
+        (unsigned long long)info.below_window,
+        (unsigned long long)info.slid_to_filter);
   fprintf(stderr, "; table %.1f MiB\n",
           (double)info.table_memory / (double)BK_FX_MIB);
   return true;
@@ -427,12 +471,19 @@ static bench_arg args[N_CASES][OP_COUNT];
 static void report_fpp(bk_bench_state *st, idem_case *ic) {
   if (ic->strategy == BK_IDEM_NONE) return;
   bk_idem_info info;
-  if (bk_idem_info_get(ic->t, &info) == BK_OK)
-    bk_bench_counter(st, "est_fpp", info.fpp);
+  if (bk_idem_info_get(ic->t, &info) != BK_OK) return;
+  bk_bench_counter(st, "est_fpp", info.fpp);
+  if (info.window) {
+    bk_bench_counter(st, "clients", (double)info.clients);
+    bk_bench_counter(
+        st, "bytes_per_client",
+        info.clients ? (double)info.window_memory / (double)info.clients : 0.0);
+    bk_bench_counter(st, "slid_to_fbf", (double)info.slid_to_filter);
+  }
 }
 
 static void idem_add(bk_bench_state *st, idem_case *ic) {
-  worker w = new_worker(ic, 0, 1);
+  worker w = new_worker(ic, 0, 1, 0, ic->n_clients);
   uint64_t n, clock = ic->clock;
   const uint64_t clock0 = clock;
   int bad = 0;
@@ -474,7 +525,8 @@ static void idem_add_2threads(bk_bench_state *st, idem_case *ic) {
     fail(ic, st, "starting the helper thread", BK_ENOMEM);
     return;
   }
-  worker solo = new_worker(ic, 0, 1); /* the 1-thread phases: all keys */
+  /* the 1-thread phases: all keys, all clients */
+  worker solo = new_worker(ic, 0, 1, 0, ic->n_clients);
   const uint64_t r = round_ops;
   const uint64_t rr = REF_PER_ADD * r; /* reference reads per thread */
   double wall1 = 0, wall2 = 0, ref1 = 0, ref2 = 0;
@@ -546,7 +598,18 @@ static void register_targets(void) {
   bench_name(num, sizeof num, CASE_FBF, OP_ADD);
   bench_name(den, sizeof den, CASE_NONE, OP_ADD);
   bk_fx_ratio(label, num, den, ADD_LIMIT);
-  for (int c = CASE_FBF; c >= CASE_NONE; c--) {
+  snprintf(label, sizeof label,
+           "idem add hybrid (W=%u, %llu active clients) vs none, %s keys",
+           WINDOW, (unsigned long long)n_active, keys_label);
+  bench_name(num, sizeof num, CASE_HYBRID, OP_ADD);
+  bk_fx_ratio(label, num, den, HYBRID_LIMIT);
+  snprintf(label, sizeof label,
+           "idem add hybrid, %llu busy clients (> W ops per timeout: the "
+           "slide-out path) vs none, reported",
+           (unsigned long long)BUSY_CLIENTS);
+  bench_name(num, sizeof num, CASE_HYBRID_BUSY, OP_ADD);
+  bk_fx_ratio(label, num, den, BK_FX_INFO);
+  for (int c = N_CASES - 1; c >= CASE_NONE; c--) {
     snprintf(label, sizeof label,
              "idem add %s: 2-thread throughput >= %.1fx 1 thread "
              "(different keys)%s",
@@ -557,7 +620,13 @@ static void register_targets(void) {
   }
   bk_bench_note(
       "idem: 1,000,000 counters (16384 with --bk_quick), 8-byte keys, every\n"
-      "  add a fresh op id to a uniform key. fbf: N=2, k=7, 4 filters of m\n"
+      "  add a fresh op id to a uniform key, from a uniform client of 100,000\n"
+      "  (1000 quick), each numbering its ops in order; busy100: 100 clients,\n"
+      "  each sending far more than W = 256 ops per timeout, so every word\n"
+      "  of a window slides out while open (into the FBF). hybrid: windows\n"
+      "  of W = 256 in front of the same FBF as fbf (made on first need;\n"
+      "  bytes_per_client, slid_to_fbf after the run). fbf: N=2, k=7, 4 "
+      "filters of m\n"
       "  bits in 64 MiB of lanes (1 MiB quick); the simulated clock counts\n"
       "  adds and refreshes every P adds, P = half of what one filter holds "
       "at\n"
@@ -594,8 +663,10 @@ void bk_bench_register_idem(void) {
     snprintf(keys_label, sizeof keys_label, "%llu", (unsigned long long)n_keys);
   snprintf(fbf_name, sizeof fbf_name, "fbf_%lluMiB_N%u",
            (unsigned long long)filter_mib, N_PAST);
-  cases[CASE_NONE].name = "none";
+  if (bk_bench_quick()) n_active = QUICK_ACTIVE_CLIENTS;
   cases[CASE_FBF].name = fbf_name;
+  for (int c = 0; c < N_CASES; c++)
+    cases[c].n_clients = c == CASE_HYBRID_BUSY ? BUSY_CLIENTS : n_active;
   for (int c = 0; c < N_CASES; c++)
     snprintf(cases[c].setup.name, sizeof cases[c].setup.name, "idem %s",
              cases[c].name);
@@ -621,6 +692,8 @@ void bk_bench_release_idem(void) {
   for (int c = 0; c < N_CASES; c++) {
     bk_idem_destroy(cases[c].t);
     cases[c].t = NULL;
+    free(cases[c].seqs);
+    cases[c].seqs = NULL;
   }
   free(ref_buf);
   ref_buf = NULL;

@@ -295,9 +295,14 @@ static const char *idem_exercise(void *obj, uint64_t seed) {
      * (a saturated one, say) dismisses the op and creates nothing. */
     bk_status g = bk_idem_get(t, "k", 1, &v2);
     if (o == BK_IDEM_APPLIED) EX_CHECK(g == BK_OK && v2 == v);
-    /* The same op again is a duplicate for every strategy but NONE. */
+    /* The same op again is a duplicate for every strategy but NONE (and
+     * still too old for WINDOW when the client's window is past it). */
+    bk_idem_outcome first = o;
     s = bk_idem_add(t, "k", 1, id, 1, &v2, &o);
-    if (info.strategy == BK_IDEM_NONE) {
+    if (first == BK_IDEM_TOO_OLD) {
+      EX_CHECK(info.strategy == BK_IDEM_WINDOW);
+      EX_CHECK(s == BK_OK && o == BK_IDEM_TOO_OLD && v2 == v);
+    } else if (info.strategy == BK_IDEM_NONE) {
       EX_CHECK(s == BK_ERANGE || (s == BK_OK && v2 == v + 1));
     } else {
       EX_CHECK(s == BK_OK && o == BK_IDEM_DUPLICATE);
@@ -332,7 +337,38 @@ static int lookup_in_other(void *ctx, const void *key, size_t len,
   return 0;
 }
 
-/* Same header, same filter bytes, same keys with the same values. */
+static size_t window_rec; /* record size for cmp_window (tests: one thread) */
+
+static int cmp_window(const void *x, const void *y) {
+  return memcmp(*(const unsigned char *const *)x,
+                *(const unsigned char *const *)y, window_rec);
+}
+
+/* The client windows of an idem blob (version 2), each record once, in
+ * record order: sorted copies compare equal exactly when the sets do. */
+static bool same_windows(const unsigned char *a, const unsigned char *b) {
+  uint64_t n = bk__load_le64(a + 96);
+  if (n != bk__load_le64(b + 96)) return false;
+  if (n == 0) return true;
+  size_t rec = 16 + 9 * (size_t)(bk__load_le32(a + 88) / 64);
+  const unsigned char *wa = a + 184 + bk__load_le64(a + 64);
+  const unsigned char *wb = b + 184 + bk__load_le64(b + 64);
+  const unsigned char **ra = malloc(2 * n * sizeof *ra);
+  if (!ra) return false;
+  const unsigned char **rb = ra + n;
+  for (uint64_t i = 0; i < n; i++) ra[i] = wa + i * rec, rb[i] = wb + i * rec;
+  window_rec = rec;
+  qsort(ra, n, sizeof *ra, cmp_window);
+  qsort(rb, n, sizeof *rb, cmp_window);
+  bool same = true;
+  for (uint64_t i = 0; i < n && same; i++)
+    same = memcmp(ra[i], rb[i], rec) == 0;
+  free(ra);
+  return same;
+}
+
+/* Same header, same filter bytes, same client windows, same keys with the
+ * same values. */
 static const char *idem_same(const void *a, const void *b) {
   bk_status s;
   size_t la, lb;
@@ -342,10 +378,12 @@ static const char *idem_same(const void *a, const void *b) {
   if (!ba || !bb) {
     why = "does not serialize";
   } else {
-    size_t fixed = 72 + (size_t)bk__load_le64(ba + 64); /* header + filter */
+    size_t fixed = 184 + (size_t)bk__load_le64(ba + 64); /* header + filter */
     lookup_ctx lc = {b, false};
     if (la != lb || fixed > la || memcmp(ba, bb, fixed) != 0)
       why = "header or filter differ";
+    else if (!same_windows(ba, bb))
+      why = "client windows differ";
     else if (bk_idem_iterate(a, lookup_in_other, &lc) != BK_OK || lc.differs)
       why = "keys or values differ";
   }
@@ -354,10 +392,10 @@ static const char *idem_same(const void *a, const void *b) {
   return why;
 }
 
-/* Not canonical: the keys are written in table order, which depends on the
- * order they were inserted, so equal tables can have different blobs and a
- * loader accepts any order (each key once). */
-BK_TEST_CODEC(idem, BK__TYPE_IDEM, 1, false, idem_same);
+/* Not canonical: the keys and client windows are written in table order,
+ * which depends on the order they were inserted, so equal tables can have
+ * different blobs and a loader accepts any order (each key once). */
+BK_TEST_CODEC(idem, BK__TYPE_IDEM, 2, false, idem_same);
 
 /* ---- cbf ----------------------------------------------------------------- */
 

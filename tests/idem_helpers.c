@@ -12,8 +12,9 @@
 
 char idem_sentinel_storage;
 
-const bk_idem_strategy ALL_STRATEGIES[4] = {BK_IDEM_FBF, BK_IDEM_FBF_ADAPTIVE,
-                                            BK_IDEM_RBF, BK_IDEM_NONE};
+const bk_idem_strategy ALL_STRATEGIES[6] = {
+    BK_IDEM_HYBRID,       BK_IDEM_WINDOW, BK_IDEM_FBF,
+    BK_IDEM_FBF_ADAPTIVE, BK_IDEM_RBF,    BK_IDEM_NONE};
 const bk_idem_strategy FILTERING[3] = {BK_IDEM_FBF, BK_IDEM_FBF_ADAPTIVE,
                                        BK_IDEM_RBF};
 
@@ -31,6 +32,10 @@ const char *strat_name(bk_idem_strategy s) {
       return "RBF";
     case BK_IDEM_FBF_ADAPTIVE:
       return "FBF_ADAPTIVE";
+    case BK_IDEM_HYBRID:
+      return "HYBRID";
+    case BK_IDEM_WINDOW:
+      return "WINDOW";
   }
   return "?";
 }
@@ -136,6 +141,14 @@ void model_free(model *m) {
 void model_apply(model *m, uint64_t i, int64_t delta) {
   m->value[i] += delta;
   m->live[i] = 1;
+}
+
+void model_remove(bk_idem *t, model *m, uint64_t i) {
+  unsigned char kb[KEY_BUF];
+  size_t kl = key_of(i, kb);
+  assert_bk_ok(bk_idem_remove(t, kb, kl));
+  m->live[i] = 0;
+  m->value[i] = 0;
 }
 
 int walk_cb(void *ctx, const void *key, size_t len, int64_t value) {

@@ -22,11 +22,14 @@
 #define SLOW_BUILD BK_TEST_SLOW_BUILD
 #define TSAN_BUILD BK_TEST_TSAN_BUILD
 
-/* Field offsets of the idem serialized form (type 5, version 1): after the
+/* Field offsets of the idem serialized form (type 5, version 2): after the
  * common prefix, strategy, hash_alg, max_key_len, seed and the counts, the
- * length F of the filter's own blob (bk_fbf or bk_rbf, none for NONE) at
- * IDEM_HLEN, then per key a u32 length, the key and a u64 value. The format
- * is described once, beside the code that writes it (src/fbf/idem.c). */
+ * length F of the filter's own blob (bk_fbf or bk_rbf, none for NONE and
+ * WINDOW), the clock, the timeout, the window and its counts, HYBRID's FBF
+ * config; at IDEM_HLEN the filter blob, the client windows, then per key a
+ * u32 length, the key and a u64 value. Version 1 ends its header at
+ * IDEM_V1_HLEN. The format is described once, beside the code that writes
+ * it (src/fbf/idem_io.c), and in docs/design/idem.md. */
 enum {
   OFF_VERSION = 4,
   OFF_TYPE = 6,
@@ -42,7 +45,14 @@ enum {
   OFF_APPLIED = 48,
   OFF_DUPS = 56,
   OFF_FSIZE = 64,
-  IDEM_HLEN = 72,
+  IDEM_V1_HLEN = 72,
+  OFF_NOW = 72,
+  OFF_TIMEOUT = 80,
+  OFF_WINDOW = 88,
+  OFF_CLIENTS = 96,
+  OFF_LAZY_CAPACITY = 136,
+  OFF_WINDOW_START = 176,
+  IDEM_HLEN = 184,
 };
 /* Inside an embedded bk_fbf blob (src/fbf/fbf_io.c). */
 enum { FBF_OFF_K = 32, FBF_OFF_ADAPTIVE = 41 };
@@ -56,7 +66,7 @@ uint64_t idem_test_seed(uint64_t salt);
 extern char idem_sentinel_storage;
 #define SENTINEL ((bk_idem *)(void *)&idem_sentinel_storage)
 
-extern const bk_idem_strategy ALL_STRATEGIES[4];
+extern const bk_idem_strategy ALL_STRATEGIES[6];
 extern const bk_idem_strategy FILTERING[3]; /* those with a filter */
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 const char *strat_name(bk_idem_strategy s);
@@ -96,6 +106,8 @@ typedef struct model {
 model model_new(size_t n);
 void model_free(model *m);
 void model_apply(model *m, uint64_t i, int64_t delta);
+/* Remove key i from the table (it must be there) and from the model. */
+void model_remove(bk_idem *t, model *m, uint64_t i);
 
 /* An iteration over a table checked against a model (walk_cb counts what
  * it visits; a nonzero stop_after stops the walk after that many). */

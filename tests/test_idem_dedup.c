@@ -32,10 +32,31 @@
 
 static void test_create_basics(void **state) {
   (void)state;
-  /* Defaults: FBF, N = 2, t = ceil(T / 3): the window covers T. */
-  bk_idem_config c = {.retry_timeout = 3001};
-  bk_idem *t = idem_make(&c);
+  /* The default: HYBRID, windows of 256 seqs, its FBF made on first
+   * need. */
+  bk_idem_config d = {.retry_timeout = 3001};
+  bk_idem *t = idem_make(&d);
   bk_idem_info in = idem_info_of(t);
+  assert_int_equal(in.strategy, BK_IDEM_HYBRID);
+  assert_int_equal(in.window, BK_IDEM_WINDOW_DEFAULT);
+  assert_int_equal(in.filter_memory, 0);
+  assert_int_equal(in.n_filters, 0);
+  assert_true(in.window_memory > 0 && in.window_memory < 16384);
+  assert_int_equal(ADD(t, "a", 1, 1000, 5, NULL), BK_IDEM_APPLIED);
+  assert_int_equal(ADD(t, "a", 1, 1000, 5, NULL), BK_IDEM_DUPLICATE);
+  assert_int_equal(idem_info_of(t).filter_memory, 0); /* still none */
+  assert_int_equal(ADD(t, "a", 1, 1, 5, NULL), BK_IDEM_APPLIED); /* below */
+  in = idem_info_of(t);
+  assert_true(in.filter_memory > 0);
+  assert_int_equal(in.n_filters, 4);
+  assert_int_equal(in.below_window, 1);
+  assert_int_equal(in.window_decided, 2);
+  bk_idem_destroy(t);
+
+  /* FBF: N = 2, t = ceil(T / 3): the window covers T. */
+  bk_idem_config c = {.strategy = BK_IDEM_FBF, .retry_timeout = 3001};
+  t = idem_make(&c);
+  in = idem_info_of(t);
   assert_int_equal(in.strategy, BK_IDEM_FBF);
   assert_int_equal(in.keys, 0);
   assert_int_equal(in.applied, 0);
@@ -452,9 +473,7 @@ static void test_iterate_delete_get(void **state) {
     for (size_t i = 0; i < n; i += 3) {
       unsigned char kb[KEY_BUF];
       size_t kl = key_of(i, kb);
-      assert_bk_ok(bk_idem_remove(t, kb, kl));
-      m.live[i] = 0;
-      m.value[i] = 0;
+      model_remove(t, &m, i);
       assert_bk_status(bk_idem_remove(t, kb, kl), BK_ENOTFOUND);
       int64_t v = 12345;
       assert_bk_status(bk_idem_get(t, kb, kl, &v), BK_ENOTFOUND);

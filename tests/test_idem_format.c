@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -325,7 +326,7 @@ static unsigned char *build(const unsigned char *hdr, const void *filter,
   assert_non_null(p);
   memcpy(p, hdr, IDEM_HLEN);
   memcpy(p, "BKIT", 4);
-  bk__store_le16(p + OFF_VERSION, 1);
+  bk__store_le16(p + OFF_VERSION, 2);
   bk__store_le16(p + OFF_TYPE, 5);
   bk__store_le32(p + OFF_HLEN, IDEM_HLEN);
   bk__store_le32(p + OFF_RES32, 0);
@@ -468,6 +469,11 @@ static void test_deserialize_crafted(void **state) {
   bk_test_reseal(p, l);
   expect_status(p, l, BK_ECORRUPT, "FBF without a filter blob");
   expect_strategy(p, l, BK_IDEM_RBF, BK_ECORRUPT, "RBF without a filter blob");
+  expect_strategy(p, l, BK_IDEM_WINDOW, BK_ECORRUPT,
+                  "WINDOW without a window size");
+  /* NONE has no timeout; with one zeroed it loads. */
+  expect_strategy(p, l, BK_IDEM_NONE, BK_ECORRUPT, "NONE with a timeout");
+  bk__store_le64(p + OFF_TIMEOUT, 0);
   expect_strategy(p, l, BK_IDEM_NONE, BK_OK, "NONE without a filter blob");
   free(p);
   p = build(P.hdr, R.filter, R.flen, P.recs, P.rlen, nrec, &l);
@@ -496,7 +502,19 @@ static void test_deserialize_crafted(void **state) {
          bk_test_reseal(p + IDEM_HLEN, P.flen)));
 
   /* Header fields. */
-  EDIT("strategy 4", BK_ECORRUPT, OFF_STRATEGY, 1, 4);
+  EDIT("strategy 6", BK_ECORRUPT, OFF_STRATEGY, 1, 6);
+  EDIT("strategy WINDOW with a filter blob", BK_ECORRUPT, OFF_STRATEGY, 1,
+       BK_IDEM_WINDOW);
+  EDIT("timeout 0", BK_ECORRUPT, OFF_TIMEOUT, 8, 0);
+  EDIT("a window size without windows", BK_ECORRUPT, OFF_WINDOW, 4, 256);
+  EDIT("a client count without windows", BK_ECORRUPT, OFF_CLIENTS, 8, 1);
+  EDIT("HYBRID's FBF config without HYBRID", BK_ECORRUPT, OFF_LAZY_CAPACITY, 8,
+       1000);
+  EDIT("a window start without windows", BK_ECORRUPT, OFF_WINDOW_START, 8, 1);
+  EDIT("reserved u32 at 92 set", BK_ECORRUPT, OFF_WINDOW + 4, 4, 1);
+  /* The FBF's clock (the table's, 9 here) is never ahead of the table's. */
+  assert_int_equal(bk__load_le64(blob + OFF_NOW), 9);
+  EDIT("the clock behind the FBF's", BK_ECORRUPT, OFF_NOW, 8, 8);
   EDIT("strategy 255", BK_ECORRUPT, OFF_STRATEGY, 1, 255);
   EDIT("reserved u16 set", BK_ECORRUPT, OFF_RES16 + 1, 1, 1);
   EDIT("hash 0", BK_ECORRUPT, OFF_ALG, 1, 0);
@@ -511,7 +529,8 @@ static void test_deserialize_crafted(void **state) {
   EDIT("max_key_len over BK_IDEM_KEY_MAX", BK_ECORRUPT, OFF_MAXKEY, 4,
        BK_IDEM_KEY_MAX + 1);
   EDIT("max_key_len below a stored key", BK_ECORRUPT, OFF_MAXKEY, 4, 8);
-  EDIT("version 2", BK_EVERSION, OFF_VERSION, 2, 2);
+  EDIT("version 3", BK_EVERSION, OFF_VERSION, 2, 3);
+  EDIT("version 1 with a version 2 header", BK_ECORRUPT, OFF_VERSION, 2, 1);
   EDIT("type 4 (an FBF)", BK_ECORRUPT, OFF_TYPE, 2, 4);
   EDIT("header length 80", BK_ECORRUPT, OFF_HLEN, 4, 80);
   EDIT("reserved u32 set", BK_ECORRUPT, OFF_RES32, 4, 1);
@@ -627,6 +646,106 @@ static void test_deserialize_strategy_filter_mismatch(void **state) {
         bk_status_name(got[0]), bk_status_name(got[1]));
 }
 
+/* ---- golden blobs of version 1 --------------------------------------------
+ * tests/data/idem_v1_<shape>.bin: the version 1 snapshots bloomkit
+ * 0.2.0~dev1 wrote (its fuzz seeds, tests/fuzz/make_seeds.c seeds_idem):
+ * m = 256, k = 3, T = 200, t = 100, seed 9; op j = 0 .. n - 1 adds j - 20
+ * to "key{j % 7}" as op (0xC1 + j % 3, j) at time 10 j, every fourth sent
+ * twice. Version 1 has no clock or windows: the table's clock is the FBF's
+ * (0 without one). Each must load, hold those values, still recognise a
+ * retry, and save as version 2. */
+
+typedef struct golden_v1 {
+  const char *file;
+  bk_idem_strategy strategy;
+  unsigned ops;
+} golden_v1;
+
+/* The table the golden blob was saved from, made again op by op (with
+ * m = 256 the filters' false positives dismiss some genuine ops: the same
+ * ones again, so the values must agree exactly). */
+static bk_idem *golden_remade(const golden_v1 *g) {
+  bk_idem_config cfg = {.strategy = g->strategy,
+                        .retry_timeout = 200,
+                        .refresh_period = 100,
+                        .m_bits = 256,
+                        .k = 3,
+                        .seed = 9};
+  bk_idem *t = idem_make(&cfg);
+  for (unsigned j = 0; j < g->ops; j++) {
+    char key[16];
+    int n = snprintf(key, sizeof key, "key%u", j % 7);
+    assert_bk_ok(bk_idem_advance(t, 10 * (uint64_t)j));
+    for (unsigned again = 0; again <= (j % 4 == 0); again++)
+      assert_bk_ok(bk_idem_add(t, key, (size_t)n, opid(0xC1u + j % 3, j),
+                               (int64_t)j - 20, NULL, NULL));
+  }
+  return t;
+}
+
+static void check_golden_values(const bk_idem *t, const golden_v1 *g) {
+  bk_idem *ref = golden_remade(g);
+  bk_idem_info a = idem_info_of(t), b = idem_info_of(ref);
+  assert_int_equal(a.keys, b.keys);
+  assert_int_equal(a.keys, g->ops ? 7 : 0);
+  assert_int_equal(a.applied, b.applied);
+  assert_int_equal(a.duplicates, b.duplicates);
+  for (unsigned k = 0; k < 7 && g->ops; k++) {
+    char key[8];
+    snprintf(key, sizeof key, "key%u", k);
+    assert_int_equal(GET(t, key), GET(ref, key));
+  }
+  bk_idem_destroy(ref);
+}
+
+static void test_golden_v1(void **state) {
+  (void)state;
+  const golden_v1 goldens[] = {
+      {"idem_v1_fbf-empty.bin", BK_IDEM_FBF, 0},
+      {"idem_v1_fbf-keys.bin", BK_IDEM_FBF, 40},
+      {"idem_v1_none-keys.bin", BK_IDEM_NONE, 30},
+      {"idem_v1_rbf-keys.bin", BK_IDEM_RBF, 30},
+      {"idem_v1_adaptive-keys.bin", BK_IDEM_FBF_ADAPTIVE, 60},
+  };
+  for (size_t i = 0; i < COUNT(goldens); i++) {
+    const golden_v1 *g = &goldens[i];
+    size_t len;
+    unsigned char *blob = bk_test_data_file(g->file, &len);
+    assert_int_equal(bk__load_le16(blob + OFF_VERSION), 1);
+    bk_idem *t = NULL;
+    assert_bk_ok(bk_idem_deserialize(blob, len, NULL, &t));
+    bk_idem_info in = idem_info_of(t);
+    assert_int_equal(in.strategy, g->strategy);
+    bool fbf =
+        g->strategy == BK_IDEM_FBF || g->strategy == BK_IDEM_FBF_ADAPTIVE;
+    assert_int_equal(in.now, fbf && g->ops ? 10 * (uint64_t)(g->ops - 1) : 0);
+    check_golden_values(t, g);
+    /* Saved again: version 2, the same table. */
+    size_t l2;
+    unsigned char *b2 = idem_blob_of(t, &l2);
+    assert_int_equal(bk__load_le16(b2 + OFF_VERSION), 2);
+    bk_idem *r = NULL;
+    assert_bk_ok(bk_idem_deserialize(b2, l2, NULL, &r));
+    check_golden_values(r, g);
+    assert_int_equal(idem_info_of(r).now, in.now);
+    /* The last op again: a duplicate wherever a filter remembers it. */
+    if (g->ops) {
+      unsigned j = g->ops - 1;
+      char key[8];
+      snprintf(key, sizeof key, "key%u", j % 7);
+      bk_idem *both[2] = {t, r};
+      for (int b = 0; b < 2; b++)
+        assert_int_equal(
+            ADD(both[b], key, 0xC1u + j % 3, j, 1, NULL),
+            g->strategy == BK_IDEM_NONE ? BK_IDEM_APPLIED : BK_IDEM_DUPLICATE);
+    }
+    bk_idem_destroy(r);
+    bk_idem_destroy(t);
+    free(b2);
+    free(blob);
+  }
+}
+
 int main(void) {
   bk_test_begin(IDEM_SEED_FALLBACK);
   const struct CMUnitTest tests[] = {
@@ -635,6 +754,7 @@ int main(void) {
       cmocka_unit_test(test_deserialize_crafted),
       cmocka_unit_test(test_oom_deserialize),
       cmocka_unit_test(test_deserialize_strategy_filter_mismatch),
+      cmocka_unit_test(test_golden_v1),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 
 #include "testutil.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -182,4 +183,29 @@ void bk_test_spin_wait(bk_test_spin_barrier *b) {
     for (unsigned spins = 0; atomic_load(&b->generation) == gen; spins++)
       if (spins > 1000) sched_yield();
   }
+}
+
+unsigned char *bk_test_data_file(const char *name, size_t *len) {
+  const char *dir = getenv("BK_TEST_DATA");
+  if (!dir || !*dir) fail_msg("BK_TEST_DATA is not set (ctest sets it)");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("cannot open %s: %s", path, strerror(errno));
+  unsigned char *buf = NULL;
+  size_t cap = 0, n = 0;
+  for (;;) {
+    if (n == cap) {
+      cap = cap ? cap * 2 : 4096;
+      unsigned char *grown = realloc(buf, cap);
+      assert_non_null(grown);
+      buf = grown;
+    }
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) break;
+  }
+  fclose(f);
+  *len = n;
+  return buf;
 }

@@ -47,6 +47,10 @@ uint64_t bk_test_seed(uint64_t fallback);
  * cmocka glob) when set, so a subset can run. */
 void bk_test_begin(uint64_t seed_fallback);
 
+/* The bytes of tests/data/<name> (ctest sets BK_TEST_DATA to that
+ * directory), malloc'd; fails the test if it cannot be read. */
+unsigned char *bk_test_data_file(const char *name, size_t *len);
+
 /* Monotonic wall time in seconds, and a sleep of `ms` milliseconds that
  * resumes after signals. */
 double bk_test_now_seconds(void);

@@ -14,4 +14,6 @@ plot 'docs/figures/fig6_7.csv' using (column('time_s')):((column('expected'))) a
      'docs/figures/fig6_7.csv' using (column('time_s')):((column('NONE'))) axes x1y1 with lines lw 2 pt 2 title 'NONE', \
      'docs/figures/fig6_7.csv' using (column('time_s')):((column('RBF'))) axes x1y1 with lines lw 2 pt 3 title 'RBF', \
      'docs/figures/fig6_7.csv' using (column('time_s')):((column('FBF'))) axes x1y1 with lines lw 2 pt 4 title 'FBF', \
-     'docs/figures/fig6_7.csv' using (column('time_s')):((column('FBF_ADAPTIVE'))) axes x1y1 with lines lw 2 pt 5 title 'FBF_ADAPTIVE'
+     'docs/figures/fig6_7.csv' using (column('time_s')):((column('FBF_ADAPTIVE'))) axes x1y1 with lines lw 2 pt 5 title 'FBF_ADAPTIVE', \
+     'docs/figures/fig6_7.csv' using (column('time_s')):((column('WINDOW'))) axes x1y1 with lines lw 2 pt 6 title 'WINDOW', \
+     'docs/figures/fig6_7.csv' using (column('time_s')):((column('HYBRID'))) axes x1y1 with lines lw 2 pt 7 title 'HYBRID'

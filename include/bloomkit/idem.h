@@ -1,22 +1,44 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bk_idem: idempotent counters. A table of named 64-bit counters sharing one
- * Forgetful Bloom Filter of applied operation ids (fbf-thesis chapter 5, a
- * table-level FBF as Sec. 5.4 argues): a client that times out and retries
- * an increment has it applied once, and the retry is answered with the
- * current value, like the thesis' "another acknowledgment is returned".
+ * bk_idem: idempotent counters. A table of named 64-bit counters that
+ * applies each client update once: a client that times out and retries an
+ * increment has it applied once, and the retry is answered with the
+ * current value, like the fbf-thesis' "another acknowledgment is returned".
  *
- * Each update carries the client's globally unique op id (client id,
- * per-client sequence number). The strategy decides how duplicates are
- * found, so they can be compared on the same stream:
- *   BK_IDEM_NONE          vanilla counters: every retry counts again
- *   BK_IDEM_RBF           one Bloom filter, cleared when full (Sec. 6.4.4)
- *   BK_IDEM_FBF           an FBF with fixed N and t
+ * Each update carries the client's op id (client id, per-client sequence
+ * number). The strategy decides how duplicates are found, so they can be
+ * compared on the same stream (docs/counters.md has the decision table):
+ *   BK_IDEM_HYBRID        (default) a window per client, the FBF behind it
+ *   BK_IDEM_WINDOW        a window per client only
+ *   BK_IDEM_FBF           an FBF of op ids with fixed N and t (thesis ch. 5)
  *   BK_IDEM_FBF_ADAPTIVE  an FBF resized by Algorithm 3 to keep target_fpp
- * A retry that arrives after the window (later than the clients' retry
- * timeout, which the FBF is sized to cover) may be applied again; a genuine
- * update may, with the FBF's small false positive probability, be taken for
- * a duplicate and dropped.
+ *   BK_IDEM_RBF           one Bloom filter, cleared when full (Sec. 6.4.4)
+ *   BK_IDEM_NONE          vanilla counters: every retry counts again
+ *
+ * Client windows (WINDOW, HYBRID): per client, the highest seq applied and
+ * one bit per seq for the W seqs up to it (W = `window`, a power of two,
+ * default 256; the ring is kept in words of 64 seqs, so at least W - 63 and
+ * at most W seqs below the highest are inside). An op whose seq is above
+ * the highest or inside the window is decided exactly: no genuine update is
+ * dropped and no retry is applied twice. A client costs 16 + 9 W / 64 bytes
+ * (52 at W = 256) in a table kept 83-90 % full: 58-63 bytes at W = 256.
+ * A client whose last applied op is older than the retry timeout is
+ * evicted: by the clients' contract no retry of its ops can still arrive,
+ * so its window holds nothing a later op needs; a later op of that client
+ * starts a fresh window at its seq (it is applied). An op below the window
+ * (the client has more than about W ops in flight, or numbers out of
+ * order) cannot be decided by the window: WINDOW answers BK_IDEM_TOO_OLD
+ * (not applied, nothing changed: the caller decides), HYBRID asks the FBF,
+ * which holds every applied seq that slid out of a window while its retry
+ * may still arrive (so a retry of it is still recognised), and decides it
+ * with the FBF's false positive probability. Any client id and seq are
+ * valid, 0 and UINT64_MAX included; a seq far above the highest costs no
+ * more than one of W above it.
+ *
+ * The FBF strategies (and HYBRID's ops below the window) keep op ids at
+ * least the retry timeout; a retry that arrives later may be applied
+ * again, and a genuine update may, with the filter's false positive
+ * probability, be taken for a duplicate and dropped.
  *
  * Time is an argument (bk_idem_advance), as for the FBF.
  *
@@ -43,15 +65,25 @@ typedef struct bk_idem bk_idem;
 #define BK_IDEM_KEY_MAX 4096u
 
 typedef enum bk_idem_strategy {
-  BK_IDEM_FBF = 0, /**< default */
+  BK_IDEM_HYBRID = 0, /**< default: client windows, the FBF behind them */
   BK_IDEM_NONE = 1,
   BK_IDEM_RBF = 2,
   BK_IDEM_FBF_ADAPTIVE = 3,
+  BK_IDEM_FBF = 4,
+  BK_IDEM_WINDOW = 5,
 } bk_idem_strategy;
+
+/** Default client window (seqs); limits of `window`. */
+#define BK_IDEM_WINDOW_DEFAULT 256u
+#define BK_IDEM_WINDOW_MIN 64u
+#define BK_IDEM_WINDOW_MAX 4096u
 
 typedef enum bk_idem_outcome {
   BK_IDEM_APPLIED = 1,   /**< the update was new and has been applied */
   BK_IDEM_DUPLICATE = 2, /**< already applied (or a false positive): ignored */
+  BK_IDEM_TOO_OLD = 3,   /**< WINDOW only: below the client's window, so it
+                              cannot be decided; not applied, nothing
+                              changed (the value is the current one) */
 } bk_idem_outcome;
 
 /** A client operation's globally unique id. */
@@ -69,6 +101,9 @@ typedef struct bk_idem_op_id {
 typedef struct bk_idem_config {
   bk_idem_strategy strategy;
   uint64_t retry_timeout;  /**< clients' retry timeout (required unless NONE) */
+  unsigned window;         /**< W of WINDOW and HYBRID: a power of two in
+                                [BK_IDEM_WINDOW_MIN, BK_IDEM_WINDOW_MAX],
+                                0 = BK_IDEM_WINDOW_DEFAULT */
   uint64_t refresh_period; /**< t; must be <= retry_timeout and satisfy
                                 (N + 1) t >= retry_timeout */
   unsigned n_past;         /**< N, default 2 */
@@ -91,7 +126,8 @@ typedef struct bk_idem_config {
 
 /**
  * Create a table. Errors: BK_EINVAL (NULL, unknown strategy, retry_timeout 0
- * for a filtering strategy, a refresh period longer than the window or
+ * for a filtering strategy, a window that is not a power of two in the
+ * limits, a refresh period longer than the window or
  * whose window cannot cover the timeout, fpp outside (0, 1), max_key_len
  * above BK_IDEM_KEY_MAX, bad hash or allocator), BK_ENOMEM.
  */
@@ -103,7 +139,8 @@ BK_API void bk_idem_destroy(bk_idem *t);
 /**
  * Apply `delta` to counter `key` unless op `id` was already applied.
  * *value (may be NULL) receives the counter's value after the call, also
- * for a duplicate; *outcome (may be NULL) says which it was. A new key
+ * for a duplicate; *outcome (may be NULL) says which it was (WINDOW: also
+ * BK_IDEM_TOO_OLD, not applied). A new key
  * starts at 0. Errors: BK_EINVAL (NULL table, empty or over-long key, NULL
  * key), BK_ERANGE (the sum would overflow int64; nothing is applied or
  * recorded), BK_ENOMEM (a new key could not be stored; nothing recorded).
@@ -129,8 +166,9 @@ BK_API bk_status bk_idem_iterate(const bk_idem *t,
                                            size_t len, int64_t value),
                                  void *ctx);
 
-/** Advance the filter's clock (refreshes, adaptation). Errors: BK_EINVAL
- * (NULL, time going backwards). */
+/** Advance the table's clock (the filter's refreshes and adaptation, the
+ * eviction of idle clients' windows). Errors: BK_EINVAL (NULL, time going
+ * backwards; nothing changes). */
 BK_API bk_status bk_idem_advance(bk_idem *t, uint64_t now);
 
 /** What a table holds and costs. */
@@ -142,9 +180,21 @@ typedef struct bk_idem_info {
   size_t filter_memory;    /**< bytes of the duplicate filter */
   size_t table_memory;     /**< bytes of the counters and keys */
   double fpp;              /**< the filter's current estimated fpp (0: NONE) */
-  uint64_t window_min;     /**< ids are kept at least this long (0: NONE/RBF) */
+  uint64_t window_min;     /**< ids are kept at least this long (0: NONE/RBF;
+                                WINDOW: the retry timeout) */
   unsigned n_filters;      /**< FBF constituent filters in use now (0: none) */
   uint64_t refresh_period; /**< FBF refresh period now (0: none) */
+  /* Client windows (WINDOW, HYBRID; 0 otherwise). */
+  unsigned window;          /**< W */
+  uint64_t clients;         /**< clients with a window now */
+  uint64_t window_decided;  /**< ops the windows decided exactly */
+  uint64_t below_window;    /**< ops below their window: HYBRID's FBF
+                                 decided them, WINDOW answered TOO_OLD */
+  uint64_t slid_to_filter;  /**< applied seqs moved into the FBF as they
+                                 slid out of a window (HYBRID) */
+  uint64_t clients_evicted; /**< windows dropped after the timeout */
+  size_t window_memory;     /**< bytes of the client windows */
+  uint64_t now;             /**< the table's clock */
 } bk_idem_info;
 
 BK_API bk_status bk_idem_info_get(const bk_idem *t, bk_idem_info *out);

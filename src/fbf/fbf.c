@@ -709,32 +709,60 @@ static bk_status resolve_config(const bk_fbf_config *cfg, uint64_t *m_out,
   return BK_OK;
 }
 
-bk_status bk_fbf_create(bk_fbf **out, const bk_fbf_config *cfg) {
-  BK_RETURN_IF(!out || !cfg, BK_EINVAL);
+/* What bk_fbf_create derives from a config, every check included. */
+typedef struct fbf_plan {
+  uint64_t m, t, min_window, step, min_period, max_period;
+  unsigned k, width, n_filters, min_filters, max_filters;
+} fbf_plan;
+
+static bk_status plan_of(const bk_fbf_config *cfg, fbf_plan *p) {
+  BK_RETURN_IF(!cfg, BK_EINVAL);
   BK_RETURN_IF(!bk__hash_alg_valid(cfg->hash_alg, cfg->seed), BK_EINVAL);
-  uint64_t m;
-  unsigned k, width;
-  BK_TRY(resolve_config(cfg, &m, &k, &width));
-  unsigned n_filters = cfg->n_past + 2;
-  uint64_t t = cfg->refresh_period;
+  BK_TRY(resolve_config(cfg, &p->m, &p->k, &p->width));
+  p->n_filters = cfg->n_past + 2;
+  p->t = cfg->refresh_period;
   /* An element is kept at least (N + 1) t: that must cover min_window. */
   uint64_t cover;
-  BK_RETURN_IF(__builtin_mul_overflow((uint64_t)(n_filters - 1), t, &cover),
-               BK_EINVAL);
-  uint64_t min_window = cfg->min_window ? cfg->min_window : cover;
-  BK_RETURN_IF(min_window > cover, BK_EINVAL);
-  uint64_t step = cfg->period_step ? cfg->period_step : DEFAULT_PERIOD_STEP;
-  uint64_t min_period =
-      cfg->min_period ? cfg->min_period : (step < t ? step : t);
-  uint64_t max_period = cfg->max_period;
+  BK_RETURN_IF(
+      __builtin_mul_overflow((uint64_t)(p->n_filters - 1), p->t, &cover),
+      BK_EINVAL);
+  p->min_window = cfg->min_window ? cfg->min_window : cover;
+  BK_RETURN_IF(p->min_window > cover, BK_EINVAL);
+  p->step = cfg->period_step ? cfg->period_step : DEFAULT_PERIOD_STEP;
+  p->min_period =
+      cfg->min_period ? cfg->min_period : (p->step < p->t ? p->step : p->t);
+  p->max_period = cfg->max_period;
   /* By default resizing may shorten t under load and relax back to the
    * configured t, never beyond it (an idle filter stays as configured). */
-  if (!max_period) max_period = t;
-  unsigned min_filters = cfg->min_filters ? cfg->min_filters : n_filters;
-  unsigned max_filters = width;
-  BK_RETURN_IF(min_period > t || t > max_period, BK_EINVAL);
-  BK_RETURN_IF(min_filters < 3 || min_filters > n_filters, BK_EINVAL);
+  if (!p->max_period) p->max_period = p->t;
+  p->min_filters = cfg->min_filters ? cfg->min_filters : p->n_filters;
+  p->max_filters = p->width;
+  BK_RETURN_IF(p->min_period > p->t || p->t > p->max_period, BK_EINVAL);
+  BK_RETURN_IF(p->min_filters < 3 || p->min_filters > p->n_filters, BK_EINVAL);
   BK_RETURN_IF(cfg->start_time > UINT64_MAX / 2, BK_EINVAL);
+  return BK_OK;
+}
+
+bk_status bk__fbf_config_check(const bk_fbf_config *cfg) {
+  fbf_plan p;
+  return plan_of(cfg, &p);
+}
+
+bool bk__fbf_made_from(const bk_fbf *f, const bk_fbf_config *cfg) {
+  fbf_plan p;
+  return plan_of(cfg, &p) == BK_OK && f->m == p.m && f->k == p.k &&
+         f->width == p.width && f->min_window == p.min_window &&
+         f->seed == cfg->seed && !f->adaptive && !cfg->adaptive;
+}
+
+bk_status bk_fbf_create(bk_fbf **out, const bk_fbf_config *cfg) {
+  BK_RETURN_IF(!out, BK_EINVAL);
+  fbf_plan pl;
+  BK_TRY(plan_of(cfg, &pl));
+  uint64_t m = pl.m, t = pl.t, min_window = pl.min_window, step = pl.step;
+  uint64_t min_period = pl.min_period, max_period = pl.max_period;
+  unsigned k = pl.k, width = pl.width, n_filters = pl.n_filters;
+  unsigned min_filters = pl.min_filters, max_filters = pl.max_filters;
 
   bk__alloc al;
   BK_TRY(bk__alloc_init(&al, cfg->allocator));

@@ -220,6 +220,12 @@ uint64_t bk__fbf_adapt_ticks(bk_fbf *f, uint64_t first, uint64_t limit,
                              bool stop_at_refresh);
 
 /* Allocate an FBF with the given geometry (zeroed state). */
+/* Every check bk_fbf_create makes of `cfg`, without allocating: BK_OK
+ * exactly when create would fail only for memory. */
+bk_status bk__fbf_config_check(const bk_fbf_config *cfg);
+/* Whether a fixed (not adaptive) FBF has the shape bk_fbf_create gives
+ * `cfg`: m, k, lane width, minimum window and seed. */
+bool bk__fbf_made_from(const bk_fbf *f, const bk_fbf_config *cfg);
 bk_status bk__fbf_alloc(const bk__alloc *al, uint64_t m, unsigned k,
                         unsigned width, bk_fbf **out);
 

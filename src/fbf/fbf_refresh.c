@@ -121,7 +121,8 @@ static void set_next_refresh(bk_fbf *f, uint64_t t) {
  */
 bk_status bk__fbf_advance_locked(bk_fbf *f, uint64_t now) {
   BK_RETURN_IF(now < f->now, BK_EINVAL);
-  f->now = now;
+  /* Atomic: bk_idem's snapshot reads the clock without the FBF's lock. */
+  __atomic_store_n(&f->now, now, __ATOMIC_RELEASE);
   for (;;) {
     /* UINT64_MAX is the schedule's "never" (a saturated sum). */
     bool tick_due =

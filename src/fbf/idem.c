@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bk_idem: a table of named int64 counters behind one duplicate filter of
- * applied op ids (fbf-thesis Sec. 5.4: a table-level FBF).
+ * bk_idem: a table of named int64 counters behind per-client sequence
+ * windows (idem_window.c) and/or one duplicate filter of applied op ids
+ * (fbf-thesis Sec. 5.4: a table-level FBF); `decide` below is the one place
+ * a strategy's rule is applied.
  *
- * The table is 256 stripes, each a mutex and a chained hash table of its
- * own that grows by doubling; a key's stripe and bucket come from one
- * digest of the key. An add holds its key's stripe lock across
+ * The table is 256 stripes, each a mutex and an open-addressed table of
+ * its own (idem_table.c) that grows by doubling; a key's stripe and slot
+ * come from one digest of the key. An add holds its key's stripe lock across
  * "is this op id new?" and "apply", so a duplicate is answered with a
  * value that includes the original, and the filter's linearizable
  * add_if_absent makes concurrent adds of one op id apply it once even
@@ -32,74 +34,21 @@
 #define DEFAULT_FPP 0.001
 #define DEFAULT_OPS_PER_PERIOD 100000u
 
-/* ---- the table ---------------------------------------------------------- */
+/* ---- the table ----------------------------------------------------------
+ * One stripe's slots are in idem_table.c. */
 
 static bk_hash key_hash(const bk_idem *t, const void *key, size_t len) {
   return bk__hash_fast(t->hash_alg, t->seed, key, len);
 }
 
-static inline bk__idem_stripe *stripe_of(const bk_idem *t, bk_hash h) {
-  return (bk__idem_stripe *)&t->stripes[h.hi % BK__IDEM_STRIPES];
-}
-
-static bk__idem_entry *find(const bk__idem_stripe *s, uint64_t hash,
-                            const void *key, size_t len) {
-  for (bk__idem_entry *e = s->buckets[hash & (s->n_buckets - 1)]; e;
-       e = e->next)
-    if (e->hash == hash && e->len == len && memcmp(e->key, key, len) == 0)
-      return e;
-  return NULL;
-}
-
-static void link_entry(bk__idem_stripe *s, bk__idem_entry *e) {
-  bk__idem_entry **b = &s->buckets[e->hash & (s->n_buckets - 1)];
-  e->next = *b;
-  *b = e;
-  s->n++;
-}
-
-/* Double the buckets when the chains average over 2. A failed allocation
- * only leaves the chains longer. */
-static void maybe_grow(bk_idem *t, bk__idem_stripe *s) {
-  if (s->n < 2 * s->n_buckets || s->n_buckets > ((uint64_t)1 << 40)) return;
-  uint64_t nb = s->n_buckets * 2;
-  bk__idem_entry **fresh = bk__calloc(&t->alloc, (size_t)nb, sizeof *fresh);
-  if (!fresh) return;
-  for (uint64_t i = 0; i < s->n_buckets; i++) {
-    for (bk__idem_entry *e = s->buckets[i], *next; e; e = next) {
-      next = e->next;
-      bk__idem_entry **b = &fresh[e->hash & (nb - 1)];
-      e->next = *b;
-      *b = e;
-    }
-  }
-  bk__free(&t->alloc, s->buckets);
-  s->buckets = fresh;
-  s->n_buckets = nb;
-}
-
-static bk__idem_entry *new_entry(bk_idem *t, uint64_t hash, const void *key,
-                                 size_t len) {
-  bk__idem_entry *e = bk__malloc(&t->alloc, sizeof *e + len);
-  if (!e) return NULL;
-  e->next = NULL;
-  e->hash = hash;
-  e->value = 0;
-  e->len = (uint32_t)len;
-  memcpy(e->key, key, len);
-  return e;
-}
-
 bk_status bk__idem_restore_key(bk_idem *t, const void *key, size_t len,
                                int64_t value) {
   bk_hash kh = key_hash(t, key, len);
-  bk__idem_stripe *st = stripe_of(t, kh);
-  BK_RETURN_IF(find(st, kh.lo, key, len), BK_ECORRUPT); /* a key twice */
-  bk__idem_entry *e = new_entry(t, kh.lo, key, len);
-  BK_RETURN_IF(!e, BK_ENOMEM);
-  e->value = value;
-  link_entry(st, e);
-  maybe_grow(t, st);
+  bk__idem_stripe *st = bk__idem_stripe_of(t, kh);
+  BK_RETURN_IF(bk__idem_find(st, kh, key, len), BK_ECORRUPT); /* a key twice */
+  bk__idem_reservation r;
+  BK_TRY(bk__idem_reserve(t, st, kh, key, len, &r));
+  (void)bk__idem_commit(st, &r, value);
   return BK_OK;
 }
 
@@ -117,23 +66,16 @@ bk_status bk__idem_init_stripes(bk_idem *t, uint64_t expected_keys) {
   (void)pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
 #endif
   bk_status st = BK_OK;
-  uint64_t per = expected_keys / BK__IDEM_STRIPES + 1;
-  uint64_t nb = 8;
-  while (nb < per && nb < ((uint64_t)1 << 30)) nb *= 2;
+  uint64_t per = expected_keys ? expected_keys / BK__IDEM_STRIPES + 1 : 0;
   for (unsigned i = 0; i < BK__IDEM_STRIPES; i++) {
     bk__idem_stripe *s = &t->stripes[i];
-    s->buckets = bk__calloc(&t->alloc, (size_t)nb, sizeof *s->buckets);
-    if (!s->buckets) {
-      st = BK_ENOMEM;
-      break;
-    }
-    s->n_buckets = nb;
     if (pthread_mutex_init(&s->mu, &attr) != 0) {
-      bk__free(&t->alloc, s->buckets);
-      s->buckets = NULL;
       st = BK_ENOMEM;
       break;
     }
+    /* From here on s->slots is set: destroy's sign of a live mutex. */
+    st = bk__idem_table_init(t, s, per);
+    if (st != BK_OK) break;
   }
   pthread_mutexattr_destroy(&attr);
   return st;
@@ -143,18 +85,15 @@ void bk_idem_destroy(bk_idem *t) {
   if (!t) return;
   for (unsigned i = 0; t->stripes && i < BK__IDEM_STRIPES; i++) {
     bk__idem_stripe *s = &t->stripes[i];
-    if (!s->buckets) continue;
-    for (uint64_t b = 0; b < s->n_buckets; b++)
-      for (bk__idem_entry *e = s->buckets[b], *next; e; e = next) {
-        next = e->next;
-        bk__free(&t->alloc, e);
-      }
-    bk__free(&t->alloc, s->buckets);
+    if (!s->slots) continue; /* its mutex was never made */
+    bk__idem_table_free(t, s);
     pthread_mutex_destroy(&s->mu);
   }
   bk__region_free(&t->alloc, &t->stripe_region);
   bk_fbf_destroy(t->fbf);
   bk_rbf_destroy(t->rbf);
+  if (t->windowed) bk__win_free(&t->win);
+  if (t->lazy_fbf) pthread_mutex_destroy(&t->fbf_mu);
   bk__alloc al = t->alloc;
   bk__free(&al, t);
 }
@@ -169,9 +108,48 @@ bk_status bk__idem_new_table(const bk_allocator *allocator, bk_idem **out) {
   return BK_OK;
 }
 
+bk_status bk__idem_init_windows(bk_idem *t, unsigned window,
+                                const bk_fbf_config *fbf_cfg) {
+  if (t->strategy != BK_IDEM_WINDOW && t->strategy != BK_IDEM_HYBRID)
+    return BK_OK;
+  BK_TRY(bk__win_init(&t->win, &t->alloc, window, t->timeout,
+                      __atomic_load_n(&t->now, __ATOMIC_RELAXED), t->seed));
+  t->windowed = true;
+  if (t->strategy == BK_IDEM_HYBRID) {
+    BK_RETURN_IF(pthread_mutex_init(&t->fbf_mu, NULL) != 0, BK_ENOMEM);
+    t->lazy_fbf = true;
+    t->fbf_cfg = *fbf_cfg;
+  }
+  return BK_OK;
+}
+
+bk_status bk__idem_need_fbf(bk_idem *t, bk_fbf **out) {
+  bk_fbf *f = bk__idem_fbf(t);
+  if (f || !t->lazy_fbf) {
+    *out = f;
+    return BK_OK;
+  }
+  bk_status st = BK_OK;
+  pthread_mutex_lock(&t->fbf_mu);
+  f = bk__idem_fbf(t);
+  if (!f) {
+    /* It starts at the table's clock (an FBF starts by UINT64_MAX / 2; an
+     * earlier start only keeps ids longer), advance moves it on. */
+    bk_fbf_config c = t->fbf_cfg;
+    c.start_time = __atomic_load_n(&t->now, __ATOMIC_ACQUIRE);
+    if (c.start_time > UINT64_MAX / 2) c.start_time = UINT64_MAX / 2;
+    st = bk_fbf_create(&f, &c);
+    if (st == BK_OK) __atomic_store_n(&t->fbf, f, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&t->fbf_mu);
+  *out = f;
+  return st;
+}
+
 bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
   BK_RETURN_IF(!out || !cfg, BK_EINVAL);
-  BK_RETURN_IF((unsigned)cfg->strategy > BK_IDEM_FBF_ADAPTIVE, BK_EINVAL);
+  BK_RETURN_IF((unsigned)cfg->strategy > BK_IDEM_WINDOW, BK_EINVAL);
+  BK_RETURN_IF(!bk__win_size_ok(cfg->window), BK_EINVAL);
   BK_RETURN_IF(!bk__hash_alg_valid(cfg->hash_alg, cfg->seed), BK_EINVAL);
   BK_RETURN_IF(cfg->max_key_len > BK_IDEM_KEY_MAX, BK_EINVAL);
   double fpp = cfg->fpp == 0.0 ? DEFAULT_FPP : cfg->fpp;
@@ -205,9 +183,12 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
   t->max_key_len = cfg->max_key_len ? cfg->max_key_len : BK_IDEM_KEY_MAX;
   t->hash_alg = cfg->hash_alg == BK_HASH_DEFAULT ? BK_HASH_XXH3 : cfg->hash_alg;
   t->seed = cfg->seed;
+  t->timeout = filtered ? timeout : 0;
+  t->now = cfg->start_time;
   bk_status s = bk__idem_init_stripes(t, cfg->expected_keys);
   if (s == BK_OK &&
-      (cfg->strategy == BK_IDEM_FBF || cfg->strategy == BK_IDEM_FBF_ADAPTIVE)) {
+      (cfg->strategy == BK_IDEM_FBF || cfg->strategy == BK_IDEM_FBF_ADAPTIVE ||
+       cfg->strategy == BK_IDEM_HYBRID)) {
     bool adaptive = cfg->strategy == BK_IDEM_FBF_ADAPTIVE;
     bk_fbf_config fc = {.m_bits = cfg->m_bits,
                         .k = cfg->k,
@@ -234,7 +215,14 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
       fc.adapt_interval = cfg->adapt_interval ? cfg->adapt_interval : period;
       fc.min_period = fc.period_step < period ? fc.period_step : period;
     }
-    s = bk_fbf_create(&t->fbf, &fc);
+    /* HYBRID makes its FBF on first need: the config is checked now, so
+     * that first need can fail only for memory. */
+    if (cfg->strategy == BK_IDEM_HYBRID) {
+      s = bk__fbf_config_check(&fc);
+      if (s == BK_OK) s = bk__idem_init_windows(t, cfg->window, &fc);
+    } else {
+      s = bk_fbf_create(&t->fbf, &fc);
+    }
   } else if (s == BK_OK && cfg->strategy == BK_IDEM_RBF) {
     /* Equal memory with the FBF of the same settings (thesis Sec. 6.4.4):
      * one filter of (N + 2) m bits. */
@@ -260,6 +248,8 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
                           .allocator = cfg->allocator};
       s = bk_rbf_create(&t->rbf, &rc);
     }
+  } else if (s == BK_OK && cfg->strategy == BK_IDEM_WINDOW) {
+    s = bk__idem_init_windows(t, cfg->window, NULL);
   }
   if (s != BK_OK) {
     bk_idem_destroy(t);
@@ -286,69 +276,132 @@ static bk_hash op_hash(const bk_idem *t, bk_idem_op_id id) {
   return bk__hash_fast(t->hash_alg, t->seed ^ 0x5EEDu, buf, sizeof buf);
 }
 
+/* HYBRID's slide-out: the applied seqs leaving a client's window while
+ * their retries may still come go into the FBF (docs/design/idem.md). */
+static bk_status slide_to_fbf(void *ctx, uint64_t client, const uint64_t *seqs,
+                              size_t n) {
+  bk_idem *t = ctx;
+  bk_fbf *f;
+  BK_TRY(bk__idem_need_fbf(t, &f));
+  bk_hash h[64];
+  for (size_t i = 0; i < n; i++) {
+    h[i] = op_hash(t, (bk_idem_op_id){client, seqs[i]});
+    bk__fbf_prefetch(f, h[i]);
+  }
+  for (size_t i = 0; i < n; i++) BK_TRY(bk_fbf_add_hash(f, h[i]));
+  return BK_OK;
+}
+
+/*
+ * The strategy's verdict on op `id`: APPLIED (new), DUPLICATE or TOO_OLD
+ * (WINDOW, below the window). With `set` a new op is recorded as applied
+ * (the caller then applies it, and nothing may fail after this); without,
+ * nothing changes. `oh` is the op's digest for the FBF and RBF strategies;
+ * HYBRID hashes only the ops its windows cannot decide. Called under the
+ * key's stripe lock. Errors: BK_ENOMEM (a new client's window or HYBRID's
+ * FBF; nothing recorded).
+ */
+static bk_status decide(bk_idem *t, bk_idem_op_id id, bk_hash oh, bool set,
+                        bk_idem_outcome *out) {
+  bk_fbf *f = t->lazy_fbf ? NULL : t->fbf; /* HYBRID: loaded below */
+  if (t->windowed) {
+    bk__win_verdict v;
+    uint64_t now = __atomic_load_n(&t->now, __ATOMIC_ACQUIRE);
+    BK_TRY(bk__win_decide(&t->win, id.client, id.seq, now, set,
+                          t->lazy_fbf ? slide_to_fbf : NULL, t, &v));
+    if (v != BK__WIN_BELOW || !t->lazy_fbf) {
+      *out = v == BK__WIN_NEW   ? BK_IDEM_APPLIED
+             : v == BK__WIN_DUP ? BK_IDEM_DUPLICATE
+                                : BK_IDEM_TOO_OLD;
+      return BK_OK;
+    }
+    /* HYBRID, below the window: the FBF decides. */
+    oh = op_hash(t, id);
+    if (set)
+      BK_TRY(bk__idem_need_fbf(t, &f));
+    else
+      f = bk__idem_fbf(t);
+    if (!f) { /* no FBF yet: nothing below a window was ever recorded */
+      *out = BK_IDEM_APPLIED;
+      return BK_OK;
+    }
+  }
+  bool fresh = true;
+  if (f && set) {
+    BK_TRY(bk_fbf_add_if_absent_hash(f, oh, &fresh));
+  } else if (f) {
+    BK_TRY(bk_fbf_contains_hash(f, oh, &fresh));
+    fresh = !fresh;
+  } else if (t->rbf && set) {
+    BK_TRY(bk_rbf_add_if_absent_hash(t->rbf, oh, &fresh));
+  } else if (t->rbf) {
+    BK_TRY(bk_rbf_contains_hash(t->rbf, oh, &fresh));
+    fresh = !fresh;
+  }
+  *out = fresh ? BK_IDEM_APPLIED : BK_IDEM_DUPLICATE;
+  return BK_OK;
+}
+
 bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
                       int64_t delta, int64_t *value, bk_idem_outcome *outcome) {
   BK_TRY(check_key(t, key, len));
   bk_hash kh = key_hash(t, key, len);
   bk_hash oh = {0, 0};
-  if (t->fbf || t->rbf) oh = op_hash(t, id);
-  bk__idem_stripe *s = stripe_of(t, kh);
-  /* Start the filter's cache misses before queueing on the lock. */
-  if (t->fbf) bk__fbf_prefetch(t->fbf, oh);
+  if (t->rbf || (!t->lazy_fbf && t->fbf)) oh = op_hash(t, id);
+  bk__idem_stripe *s = bk__idem_stripe_of(t, kh);
+  /* Start the cache misses (the key's slot, the client's window or the
+   * filter's lanes) before queueing on the lock. */
+  bk__idem_table_prefetch(t, kh);
+  if (t->windowed)
+    bk__win_prefetch(&t->win, id.client);
+  else if (t->fbf)
+    bk__fbf_prefetch(t->fbf, oh);
   pthread_mutex_lock(&s->mu);
-  bk__idem_entry *e = find(s, kh.lo, key, len);
+  bk__idem_slot *e = bk__idem_find(s, kh, key, len);
   int64_t current = e ? e->value : 0, next;
+  bk_idem_outcome oc;
+  bk_status st;
   if (__builtin_add_overflow(current, delta, &next)) {
     /* A retry is a duplicate whatever its delta would do, so a retry of
      * the update that took the counter to its limit is answered, not
      * refused; only a new update is out of range. (Rare: only here does
      * an add look before it inserts.) */
-    bool seen = false;
-    if (t->fbf)
-      (void)bk_fbf_contains_hash(t->fbf, oh, &seen);
-    else if (t->rbf)
-      (void)bk_rbf_contains_hash(t->rbf, oh, &seen);
-    if (seen) s->duplicates++;
+    st = decide(t, id, oh, false, &oc);
+    if (st == BK_OK && oc == BK_IDEM_DUPLICATE) s->duplicates++;
     pthread_mutex_unlock(&s->mu);
-    if (!seen) return BK_ERANGE;
+    BK_TRY(st);
+    if (oc == BK_IDEM_APPLIED) return BK_ERANGE;
     if (value) *value = current;
-    if (outcome) *outcome = BK_IDEM_DUPLICATE;
+    if (outcome) *outcome = oc;
     return BK_OK;
   }
-  bk__idem_entry *fresh = NULL;
+  /* A new key: its slot (and a long key's copy) before the op id is
+   * recorded, so a failed add leaves no trace. (A new key starts at 0, so
+   * it never overflows.) */
+  bk__idem_reservation fresh = {0};
   if (!e) {
-    fresh = new_entry(t, kh.lo, key, len);
-    if (!fresh) {
+    st = bk__idem_reserve(t, s, kh, key, len, &fresh);
+    if (st != BK_OK) {
       pthread_mutex_unlock(&s->mu);
-      return BK_ENOMEM;
+      return st;
     }
   }
-  bool added = true;
-  bk_status fs = BK_OK;
-  if (t->fbf)
-    fs = bk_fbf_add_if_absent_hash(t->fbf, oh, &added);
-  else if (t->rbf)
-    fs = bk_rbf_add_if_absent_hash(t->rbf, oh, &added);
-  if (fs != BK_OK) {
-    bk__free(&t->alloc, fresh);
+  st = decide(t, id, oh, true, &oc);
+  if (st != BK_OK || oc != BK_IDEM_APPLIED) {
+    if (!e) bk__idem_abandon(t, &fresh);
+    if (st == BK_OK && oc == BK_IDEM_DUPLICATE) s->duplicates++;
     pthread_mutex_unlock(&s->mu);
-    return fs;
-  }
-  if (added) {
-    if (fresh) {
-      e = fresh;
-      link_entry(s, e);
-      maybe_grow(t, s);
-    }
-    __atomic_store_n(&e->value, next, __ATOMIC_RELAXED);
-    s->applied++;
+    BK_TRY(st);
   } else {
-    bk__free(&t->alloc, fresh);
-    s->duplicates++;
+    if (e)
+      e->value = next;
+    else
+      (void)bk__idem_commit(s, &fresh, next);
+    s->applied++;
+    pthread_mutex_unlock(&s->mu);
   }
-  pthread_mutex_unlock(&s->mu);
-  if (value) *value = added ? next : current;
-  if (outcome) *outcome = added ? BK_IDEM_APPLIED : BK_IDEM_DUPLICATE;
+  if (value) *value = oc == BK_IDEM_APPLIED ? next : current;
+  if (outcome) *outcome = oc;
   return BK_OK;
 }
 
@@ -357,9 +410,9 @@ bk_status bk_idem_get(const bk_idem *t, const void *key, size_t len,
   BK_RETURN_IF(!value, BK_EINVAL);
   BK_TRY(check_key(t, key, len));
   bk_hash kh = key_hash(t, key, len);
-  bk__idem_stripe *s = stripe_of(t, kh);
+  bk__idem_stripe *s = bk__idem_stripe_of(t, kh);
   pthread_mutex_lock(&s->mu);
-  bk__idem_entry *e = find(s, kh.lo, key, len);
+  bk__idem_slot *e = bk__idem_find(s, kh, key, len);
   if (e) *value = e->value;
   pthread_mutex_unlock(&s->mu);
   return e ? BK_OK : BK_ENOTFOUND;
@@ -368,18 +421,10 @@ bk_status bk_idem_get(const bk_idem *t, const void *key, size_t len,
 bk_status bk_idem_remove(bk_idem *t, const void *key, size_t len) {
   BK_TRY(check_key(t, key, len));
   bk_hash kh = key_hash(t, key, len);
-  bk__idem_stripe *s = stripe_of(t, kh);
+  bk__idem_stripe *s = bk__idem_stripe_of(t, kh);
   pthread_mutex_lock(&s->mu);
-  bk__idem_entry **pp = &s->buckets[kh.lo & (s->n_buckets - 1)];
-  bk__idem_entry *e;
-  while ((e = *pp) &&
-         !(e->hash == kh.lo && e->len == len && memcmp(e->key, key, len) == 0))
-    pp = &e->next;
-  if (e) {
-    *pp = e->next;
-    s->n--;
-    bk__free(&t->alloc, e);
-  }
+  bk__idem_slot *e = bk__idem_find(s, kh, key, len);
+  if (e) bk__idem_erase(t, s, e);
   pthread_mutex_unlock(&s->mu);
   return e ? BK_OK : BK_ENOTFOUND;
 }
@@ -390,12 +435,14 @@ bk_status bk_idem_iterate(const bk_idem *t,
                           void *ctx) {
   BK_RETURN_IF(!t || !fn, BK_EINVAL);
   for (unsigned i = 0; i < BK__IDEM_STRIPES; i++) {
-    bk__idem_stripe *s = (bk__idem_stripe *)&t->stripes[i];
+    bk__idem_stripe *s = &t->stripes[i];
     pthread_mutex_lock(&s->mu);
     int stop = 0;
-    for (uint64_t b = 0; b < s->n_buckets && !stop; b++)
-      for (bk__idem_entry *e = s->buckets[b]; e && !stop; e = e->next)
-        stop = fn(ctx, e->key, e->len, e->value);
+    for (uint64_t j = 0; j <= s->mask && !stop; j++) {
+      const bk__idem_slot *e = &s->slots[j];
+      if (bk__idem_slot_used(e))
+        stop = fn(ctx, bk__idem_slot_key(e), bk__idem_slot_len(e), e->value);
+    }
     pthread_mutex_unlock(&s->mu);
     if (stop) break;
   }
@@ -404,13 +451,17 @@ bk_status bk_idem_iterate(const bk_idem *t,
 
 bk_status bk_idem_advance(bk_idem *t, uint64_t now) {
   BK_RETURN_IF(!t, BK_EINVAL);
-  if (t->fbf) return bk_fbf_advance(t->fbf, now);
-  /* No filter clock: keep one so time going backwards is still refused. */
-  uint64_t seen = __atomic_load_n(&t->now, __ATOMIC_RELAXED);
-  do {
-    BK_RETURN_IF(now < seen, BK_EINVAL);
-  } while (!__atomic_compare_exchange_n(&t->now, &seen, now, true,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  uint64_t seen = __atomic_load_n(&t->now, __ATOMIC_ACQUIRE);
+  BK_RETURN_IF(now < seen, BK_EINVAL);
+  /* The FBF first: it refuses a time before its own clock, and then
+   * nothing has changed. */
+  bk_fbf *f = bk__idem_fbf(t);
+  if (f) BK_TRY(bk_fbf_advance(f, now));
+  while (seen < now &&
+         !__atomic_compare_exchange_n(&t->now, &seen, now, true,
+                                      __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+  }
+  if (t->windowed) bk__win_maybe_sweep(&t->win, now);
   return BK_OK;
 }
 
@@ -418,24 +469,37 @@ bk_status bk_idem_info_get(const bk_idem *t, bk_idem_info *out) {
   BK_RETURN_IF(!t || !out, BK_EINVAL);
   memset(out, 0, sizeof *out);
   out->strategy = t->strategy;
-  size_t table = sizeof *t;
+  size_t table = sizeof *t + t->stripe_region.size;
   for (unsigned i = 0; i < BK__IDEM_STRIPES; i++) {
-    bk__idem_stripe *s = (bk__idem_stripe *)&t->stripes[i];
+    bk__idem_stripe *s = &t->stripes[i];
     pthread_mutex_lock(&s->mu);
     out->keys += s->n;
     out->applied += s->applied;
     out->duplicates += s->duplicates;
-    table += (size_t)s->n_buckets * sizeof(bk__idem_entry *);
-    for (uint64_t b = 0; b < s->n_buckets; b++)
-      for (bk__idem_entry *e = s->buckets[b]; e; e = e->next)
-        table += sizeof *e + e->len;
+    table += bk__idem_table_memory(s);
     pthread_mutex_unlock(&s->mu);
   }
   out->table_memory = table;
-  if (t->fbf) {
-    bk__fbf_summary(t->fbf, &out->n_filters, &out->refresh_period,
-                    &out->window_min, &out->filter_memory);
-    BK_TRY(bk_fbf_estimated_fpp(t->fbf, BK_FBF_CHECK_DEFAULT, &out->fpp));
+  out->now = __atomic_load_n(&t->now, __ATOMIC_ACQUIRE);
+  if (t->windowed) {
+    bk__win_totals w;
+    bk__win_totals_get(&t->win, &w);
+    /* A retry within the timeout is recognised (the proof in idem.md);
+     * HYBRID's FBF, once made, reports its own (longer) window below. */
+    out->window_min = t->timeout;
+    out->window = t->win.w;
+    out->clients = w.clients;
+    out->window_decided = w.decided;
+    out->below_window = w.below;
+    out->slid_to_filter = w.slid;
+    out->clients_evicted = w.evicted;
+    out->window_memory = w.memory;
+  }
+  bk_fbf *f = bk__idem_fbf(t);
+  if (f) {
+    bk__fbf_summary(f, &out->n_filters, &out->refresh_period, &out->window_min,
+                    &out->filter_memory);
+    BK_TRY(bk_fbf_estimated_fpp(f, BK_FBF_CHECK_DEFAULT, &out->fpp));
   } else if (t->rbf) {
     bk_rbf_info ri;
     BK_TRY(bk_rbf_info_get(t->rbf, &ri));

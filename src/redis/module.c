@@ -21,7 +21,8 @@ bk_rm_defaults bk_rm_config = {
     .retry_timeout = 30000,
     .fpp = 0.0001,
     .ops_per_period = 100000,
-    .strategy = BK_IDEM_FBF,
+    .strategy = BK_IDEM_HYBRID,
+    .window = BK_IDEM_WINDOW_DEFAULT,
     .fbf_capacity = 1000,
     .fbf_window = 60000,
     .cbf_capacity = 100000,
@@ -112,7 +113,8 @@ uint64_t bk_rm_clock(uint64_t last) {
 }
 
 /* loadmodule bloomkit.so [retry_timeout ms] [fpp p] [ops_per_period n]
- *                        [strategy fbf|adaptive] [fbf_capacity n]
+ *                        [strategy hybrid|window|fbf|adaptive] [window w]
+ *                        [fbf_capacity n]
  *                        [fbf_window ms] [cbf_capacity n]
  *                        [max_alloc_mb n] */
 static int parse_module_args(RedisModuleCtx *ctx, RedisModuleString **argv,
@@ -132,15 +134,13 @@ static int parse_module_args(RedisModuleCtx *ctx, RedisModuleString **argv,
     else if (bk_rm_is(name, "ops_per_period"))
       ok = bk_rm_parse_u64(value, 1, BK_RM_MAX_CAPACITY,
                            &bk_rm_config.ops_per_period);
-    else if (bk_rm_is(name, "strategy")) {
-      ok = true;
-      if (bk_rm_is(value, "fbf"))
-        bk_rm_config.strategy = BK_IDEM_FBF;
-      else if (bk_rm_is(value, "adaptive"))
-        bk_rm_config.strategy = BK_IDEM_FBF_ADAPTIVE;
-      else
-        ok = false;
-    } else if (bk_rm_is(name, "fbf_capacity"))
+    else if (bk_rm_is(name, "strategy"))
+      ok = bk_rm_idem_strategy(value, &bk_rm_config.strategy);
+    else if (bk_rm_is(name, "window"))
+      ok =
+          bk_rm_parse_u64(value, 1, BK_IDEM_WINDOW_MAX, &bk_rm_config.window) &&
+          bk_rm_idem_window_ok(bk_rm_config.window);
+    else if (bk_rm_is(name, "fbf_capacity"))
       ok = bk_rm_parse_u64(value, 1, BK_RM_MAX_CAPACITY,
                            &bk_rm_config.fbf_capacity);
     else if (bk_rm_is(name, "fbf_window"))

@@ -39,7 +39,8 @@ typedef struct bk_rm_defaults {
   uint64_t retry_timeout;    /* IDEM tables: clients' retry timeout, ms */
   double fpp;                /* IDEM tables and FBFs: target fpp */
   uint64_t ops_per_period;   /* IDEM tables: updates per refresh period */
-  bk_idem_strategy strategy; /* IDEM tables: fbf or adaptive */
+  bk_idem_strategy strategy; /* IDEM tables: hybrid, window, fbf, adaptive */
+  uint64_t window;           /* IDEM tables: W, seqs per client window */
   uint64_t fbf_capacity;     /* FBFs: items per window */
   uint64_t fbf_window;       /* FBFs: ms an item is remembered at least */
   uint64_t cbf_capacity;     /* CBFs: items present at once */
@@ -91,6 +92,11 @@ uint64_t bk_rm_clock(uint64_t last);
 typedef struct bk_rm_timed {
   void *obj;    /* the structure (bk_fbf, bk_idem) */
   uint64_t now; /* the latest time it was advanced to */
+  /* The clock this node's replicas and AOF have for the value: its clock
+   * when it was made (every way of making one carries the clock: RESERVE
+   * AT, LOAD, RDB, RESTORE) or last propagated with an explicit time. A
+   * write whose clock equals it may be propagated verbatim (idem.c). */
+  uint64_t replicated;
 } bk_rm_timed;
 
 /* One RESERVE parameter: positional (keyword NULL) or an option. Its value
@@ -218,10 +224,15 @@ bool bk_rm_open(RedisModuleCtx *ctx, const bk_rm_type *t,
 /* Open `name` for a write: an empty key gets a value made with the type's
  * defaults (replicated as an explicit RESERVE, so a replica with other
  * module defaults makes the same one); a value with a clock is advanced
- * to *at (never back), or with at NULL to the master's clock. The value,
- * or NULL after replying an error. */
+ * to *at (never back), with at NULL to the master's clock, and with at
+ * &bk_rm_own_clock left at its own clock (a write the master propagated
+ * without its time, which it does only when the value's clock has not
+ * moved since it last propagated one: bk_rm_timed.replicated; an empty
+ * key then starts at the node's clock). The value, or NULL after replying
+ * an error. */
 void *bk_rm_open_write(RedisModuleCtx *ctx, const bk_rm_type *t,
                        RedisModuleString *name, const uint64_t *at);
+extern const uint64_t bk_rm_own_clock;
 
 /* <TYPE>.INFO key: the value at key, or NULL after replying an error
  * (wrong arity, WRONGTYPE, "ERR no such key"). Turns on the context's
@@ -310,6 +321,11 @@ int bk_rm_register(RedisModuleCtx *ctx, bk_rm_type *t,
     return bk_rm_register(ctx, &(desc), &methods, p##_cmd_reserve,          \
                           p##_cmd_load);                                    \
   }
+
+/* IDEM's strategy names (hybrid, window, fbf, adaptive) and window sizes,
+ * for the module arguments too. */
+bool bk_rm_idem_strategy(RedisModuleString *name, bk_idem_strategy *out);
+bool bk_rm_idem_window_ok(uint64_t w);
 
 /* Register each data type and its commands. */
 int bk_rm_idem_init(RedisModuleCtx *ctx);

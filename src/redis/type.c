@@ -77,6 +77,7 @@ static void *value_of(const bk_rm_type *t, void *obj, uint64_t now) {
   if (!v) return NULL;
   v->obj = obj;
   v->now = now;
+  v->replicated = now;
   return v;
 }
 
@@ -165,6 +166,9 @@ static void *create_at(RedisModuleCtx *ctx, const bk_rm_type *t,
   return value;
 }
 
+/* Only its address matters (rm.h). */
+const uint64_t bk_rm_own_clock = 0;
+
 void *bk_rm_open_write(RedisModuleCtx *ctx, const bk_rm_type *t,
                        RedisModuleString *name, const uint64_t *at) {
   RedisModuleKey *key;
@@ -175,7 +179,12 @@ void *bk_rm_open_write(RedisModuleCtx *ctx, const bk_rm_type *t,
   uint64_t now = 0;
   if (t->structure.advance) {
     uint64_t last = value ? ((bk_rm_timed *)value)->now : 0;
-    now = at ? (*at > last ? *at : last) : bk_rm_clock(last);
+    if (at == &bk_rm_own_clock && value)
+      now = last;
+    else if (at && at != &bk_rm_own_clock)
+      now = *at > last ? *at : last;
+    else
+      now = bk_rm_clock(last);
   }
   if (!value) {
     bk_rm_param params[BK_RM_MAX_PARAMS];

@@ -69,8 +69,9 @@ help_lists() {
 help_lists "$F" --seed --out --only --probes --series-probes --estimates "-h, --help"
 help_lists "$S" --ops --clients --keys --delta --rate --load --rise-factor \
   --burst-factor --burst-ms --burst-every --ack-loss --retry-delay --timeout \
-  --strategies --n-past --target-fpp --size-rate --fbf-m --fbf-k \
-  --max-filters --csv --sample-ms --seed --sweep-retry "-h, --help"
+  --reorder-share --reorder-depth --strategies --n-past --target-fpp \
+  --size-rate --fbf-m --fbf-k --max-filters --window --csv --sample-ms \
+  --seed --sweep-retry "-h, --help"
 grep -qE "^  --ops N +original increments \(default 100000; an integer from 1$" "$TMP/out" ||
   fail "--help lacks --ops' default and range"
 CASE="--help"
@@ -81,6 +82,7 @@ grep -qE "^  fbf-experiments " "$TMP/out" || fail "does not list fbf-experiments
 CASE="$S --ops 200 --csv"
 "$BK" $S --ops 200 --csv >"$TMP/out" 2>"$TMP/err" || fail "exit status not 0"
 grep -q '^FBF_ADAPTIVE,200,200,' "$TMP/out" || fail "no FBF_ADAPTIVE row"
+grep -q '^HYBRID,200,200,' "$TMP/out" || fail "no HYBRID row"
 CASE="$F --only 6.3 --probes 20 --seed=3"
 "$BK" $F --only 6.3 --probes 20 --seed=3 >"$TMP/out" 2>"$TMP/err" ||
   fail "exit status not 0"

@@ -34,11 +34,13 @@ grep -q "$TMP/csv/fig6_4.csv" "$TMP/png/fig6_4.gp" || fail "script does not read
 CASE="sim counters --plot"
 "$BK" sim counters --ops 2000 --rate 200 --plot "$TMP/sim" >"$TMP/out" 2>"$TMP/err" || fail "exit status $?"
 png "$TMP/sim" fig6_7
-# expected, then one column per strategy: 4 strategies by default
-head -n 20 "$TMP/sim/fig6_7.csv" | grep -q "^time_s,expected,NONE,RBF,FBF,FBF_ADAPTIVE$" || fail "fig6_7.csv header"
+# expected, then one column per strategy: 6 strategies by default
+head -n 20 "$TMP/sim/fig6_7.csv" | grep -q "^time_s,expected,NONE,RBF,FBF,FBF_ADAPTIVE,WINDOW,HYBRID$" || fail "fig6_7.csv header"
 last=$(tail -n 1 "$TMP/sim/fig6_7.csv")
 [ "$(echo "$last" | cut -d, -f2)" = 2000 ] || fail "expected at the end is not --ops: $last"
 [ "$(echo "$last" | cut -d, -f5)" = 2000 ] || fail "FBF at the end is not exact: $last"
+[ "$(echo "$last" | cut -d, -f7)" = 2000 ] || fail "WINDOW at the end is not exact: $last"
+[ "$(echo "$last" | cut -d, -f8)" = 2000 ] || fail "HYBRID at the end is not exact: $last"
 
 CASE="sim counters --sweep-retry --plot"
 "$BK" sim counters --sweep-retry 0.05,0.2 --ops 2000 --plot "$TMP/sweep" >"$TMP/out" 2>"$TMP/err" || fail "exit status $?"

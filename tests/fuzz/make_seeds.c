@@ -266,21 +266,28 @@ static void seeds_apbf(void) {
 }
 
 static void seeds_idem(void) {
+  /* Version 2. (The version 1 seeds of the first five shapes are golden
+   * blobs in tests/data/idem_v1_*.bin.) */
   const struct {
     const char *name;
     bk_idem_strategy strategy;
-    unsigned ops;
+    unsigned ops, window;
   } shapes[] = {
-      {"fbf-empty", BK_IDEM_FBF, 0},
-      {"fbf-keys", BK_IDEM_FBF, 40},
-      {"none-keys", BK_IDEM_NONE, 30},
-      {"rbf-keys", BK_IDEM_RBF, 30},
-      {"adaptive-keys", BK_IDEM_FBF_ADAPTIVE, 60},
+      {"fbf-empty", BK_IDEM_FBF, 0, 0},
+      {"fbf-keys", BK_IDEM_FBF, 40, 0},
+      {"none-keys", BK_IDEM_NONE, 30, 0},
+      {"rbf-keys", BK_IDEM_RBF, 30, 0},
+      {"adaptive-keys", BK_IDEM_FBF_ADAPTIVE, 60, 0},
+      {"hybrid-empty", BK_IDEM_HYBRID, 0, 0},
+      {"hybrid-keys", BK_IDEM_HYBRID, 60, 0},
+      {"hybrid-slid", BK_IDEM_HYBRID, 300, 64}, /* its FBF made */
+      {"window-keys", BK_IDEM_WINDOW, 60, 64},
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     bk_idem_config cfg = {.strategy = shapes[i].strategy,
                           .retry_timeout = 200,
                           .refresh_period = 100,
+                          .window = shapes[i].window,
                           .m_bits = 256,
                           .k = 3,
                           .seed = 9};

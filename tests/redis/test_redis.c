@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,20 @@ static long long incr_at(redisContext *c, const char *table, long long client,
   long long applied = r->element[1]->integer;
   freeReplyObject(r);
   return applied;
+}
+
+/* Whether the text field `name` of a name/value INFO reply is `want`. */
+static bool info_text_is(redisContext *c, const char *cmd, const char *key,
+                         const char *name, const char *want) {
+  redisReply *r = rh_cmd(c, "%s %s", cmd, key);
+  bool is = false;
+  for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements;
+       i += 2)
+    if (strcmp(r->element[i]->str, name) == 0)
+      is = r->element[i + 1]->type == REDIS_REPLY_STATUS &&
+           strcmp(r->element[i + 1]->str, want) == 0;
+  freeReplyObject(r);
+  return is;
 }
 
 /* The value of field `name` in a name/value INFO reply. */
@@ -368,6 +383,122 @@ static void fbf_first_use_grows(redisContext *c) {
                   "FBF.RESERVE fga 100 3000 GROW ADAPTIVE");
 }
 
+/* Pipelined IDEM.INCRBYAT table k<i % 10> client seq 1 now for the ops
+ * i in [0, n) given by `op`; returns how many were applied (each reply
+ * checked to be an answer). */
+typedef struct hop {
+  long long client, seq, now;
+} hop;
+
+static long long incr_many(redisContext *c, const char *table, hop (*op)(int),
+                           int n) {
+  long long applied = 0;
+  for (int done = 0; done < n;) {
+    int chunk = n - done < 64 ? n - done : 64;
+    for (int j = 0; j < chunk; j++) {
+      hop h = op(done + j);
+      redisAppendCommand(c, "IDEM.INCRBYAT %s k%d %lld %lld 1 %lld", table,
+                         (done + j) % 10, h.client, h.seq, h.now);
+    }
+    for (int j = 0; j < chunk; j++) {
+      redisReply *r = NULL;
+      RH_CHECK(redisGetReply(c, (void **)&r) == REDIS_OK && r &&
+                   r->type == REDIS_REPLY_ARRAY && r->elements == 2,
+               "IDEM.INCRBYAT %s: %s", table,
+               r && r->type == REDIS_REPLY_ERROR ? r->str : "no answer");
+      applied += r->element[1]->integer;
+      freeReplyObject(r);
+    }
+    done += chunk;
+  }
+  return applied;
+}
+
+/* 50 clients numbering in order, 150 ops each, 2 ms apart (15 s). */
+static hop in_order(int i) {
+  return (hop){i % 50, i / 50 + 1, 1000 + 2 * (long long)i};
+}
+/* Retries of every third of those, later (within the 30 s timeout). */
+static hop in_order_retry(int i) {
+  hop h = in_order(3 * i);
+  h.now = 16000 + i;
+  return h;
+}
+
+/* HYBRID (the default) and WINDOW through the module: a table made on
+ * first use stays small while its clients stay inside their windows (no
+ * FBF at all), grows its FBF only when a client goes below its window,
+ * and still answers a retry of an op that slid out of the window as a
+ * duplicate; WINDOW answers an op below the window with TOO_OLD. */
+static void single_hybrid(redisContext *c) {
+  RH_CHECK(incr_many(c, "th", in_order, 7500) == 7500, "in-order ops applied");
+  RH_CHECK(incr_many(c, "th", in_order_retry, 2500) == 0,
+           "a retry inside the window was applied");
+  long long usage = rh_int(c, "MEMORY USAGE th");
+  RH_CHECK(info_text_is(c, "IDEM.INFO", "th", "strategy", "hybrid"), "hybrid");
+  RH_CHECK(info_field(c, "IDEM.INFO", "th", "clients") == 50, "clients");
+  RH_CHECK(info_field(c, "IDEM.INFO", "th", "window_decided") == 10000,
+           "window_decided");
+  RH_CHECK(info_field(c, "IDEM.INFO", "th", "below_window") == 0 &&
+               info_field(c, "IDEM.INFO", "th", "slid_to_filter") == 0,
+           "below_window, slid_to_filter");
+  RH_CHECK(info_field(c, "IDEM.INFO", "th", "filter_memory") == 0,
+           "an FBF for in-order clients");
+  long long win_mem = info_field(c, "IDEM.INFO", "th", "window_memory");
+  /* 52 bytes per client at W = 256, and each of the windows' 64 stripes
+   * starts with room for a few (34,816 bytes for these 50). */
+  RH_CHECK(win_mem > 50 * 52 && win_mem < 65536, "window_memory %lld", win_mem);
+  RH_CHECK(usage < 100000, "MEMORY USAGE of an in-order table: %lld", usage);
+  /* Client 0 jumps 850 seqs ahead: its applied seqs 1..150 slide out of
+   * the window while their retries may still come, into a new FBF. */
+  RH_CHECK(incr_at(c, "th", 0, 1000, 17000) == 1, "the jump");
+  long long slid = info_field(c, "IDEM.INFO", "th", "slid_to_filter");
+  long long filter = info_field(c, "IDEM.INFO", "th", "filter_memory");
+  RH_CHECK(slid == 150 && filter > 0, "slid %lld, filter %lld", slid, filter);
+  /* The trap: a retry of an op that slid out is still a duplicate. */
+  RH_CHECK(incr_at(c, "th", 0, 5, 17001) == 0, "a slid-out retry applied");
+  RH_CHECK(incr_at(c, "th", 0, 600, 17002) == 1, "a genuine op below");
+  RH_CHECK(info_field(c, "IDEM.INFO", "th", "below_window") == 2,
+           "below_window");
+  long long grown = rh_int(c, "MEMORY USAGE th");
+  RH_CHECK(grown >= usage + filter, "MEMORY USAGE %lld after the FBF (%lld)",
+           grown, filter);
+  printf(
+      "HYBRID: 50 in-order clients, 10,000 ops: MEMORY USAGE %lld bytes, "
+      "windows %lld, no FBF; after a client jumped: %lld bytes (FBF %lld)\n",
+      usage, win_mem, grown, filter);
+  /* The default retry timeout (30 s): client 1's last op (applied at
+   * 15,902) retried 29 s later is a duplicate, 40 s later it is new (its
+   * window closed). */
+  RH_CHECK(incr_at(c, "th", 1, 150, 44902) == 0, "retry within 30 s");
+  RH_CHECK(incr_at(c, "th", 1, 150, 84902) == 1, "retry after the timeout");
+
+  /* WINDOW: below the window is TOO_OLD, not applied, propagated. */
+  freeReplyObject(rh_cmd(c,
+                         "IDEM.RESERVE tw1 RETRY_TIMEOUT 30000 STRATEGY "
+                         "window WINDOW 64 AT 0"));
+  RH_CHECK(info_text_is(c, "IDEM.INFO", "tw1", "strategy", "window") &&
+               info_field(c, "IDEM.INFO", "tw1", "window") == 64,
+           "WINDOW 64");
+  RH_CHECK(incr_at(c, "tw1", 1, 200, 10) == 1, "window: new");
+  rh_expect_error(c, "TOO_OLD seq 100 is below client 1's window",
+                  "IDEM.INCRBYAT tw1 ctr 1 100 1 20");
+  RH_CHECK(rh_int(c, "IDEM.GET tw1 ctr") == 1, "TOO_OLD applied");
+  RH_CHECK(info_field(c, "IDEM.INFO", "tw1", "below_window") == 1,
+           "below_window of WINDOW");
+  RH_CHECK(incr_at(c, "tw1", 1, 200, 30) == 0, "window: retry");
+  RH_CHECK(info_field(c, "IDEM.INFO", "tw1", "filter_memory") == 0,
+           "WINDOW has no filter");
+  /* The same on the server's clock. */
+  freeReplyObject(rh_cmd(c,
+                         "IDEM.RESERVE tw2 RETRY_TIMEOUT 30000 STRATEGY "
+                         "window WINDOW 64"));
+  incr(c, "tw2", "ctr", "1", "200", "1", 1, 1);
+  rh_expect_error(c, "TOO_OLD", "IDEM.INCRBY tw2 ctr 1 3 1");
+  incr(c, "tw2", "ctr", "1", "200", "1", 1, 0);
+  printf("WINDOW: below the window answered TOO_OLD, nothing applied\n");
+}
+
 static void single_commands(redisContext *c) {
   /* IDEM: applied, duplicate, new op; values across counters. */
   incr(c, "t0", "a", "1", "1", "5", 5, 1);
@@ -387,8 +518,11 @@ static void single_commands(redisContext *c) {
   RH_CHECK(info_field(c, "IDEM.INFO", "t0", "applied") == 4, "applied");
   RH_CHECK(info_field(c, "IDEM.INFO", "t0", "duplicates") == 2, "duplicates");
   RH_CHECK(info_field(c, "IDEM.INFO", "t0", "counters") == 2, "counters");
-  /* Created with the module defaults: retry_timeout 30000 (rh_init). */
-  RH_CHECK(info_field(c, "IDEM.INFO", "t0", "window_ms") >= 30000, "window");
+  /* Created with the module defaults: HYBRID, W = 256, retry_timeout
+   * 30000 (rh_init; single_hybrid checks the timeout). */
+  RH_CHECK(info_text_is(c, "IDEM.INFO", "t0", "strategy", "hybrid"),
+           "default strategy");
+  RH_CHECK(info_field(c, "IDEM.INFO", "t0", "window") == 256, "window");
 
   /* IDEM errors name the argument. */
   rh_expect_error(c, "wrong number of arguments", "IDEM.INCRBY t0 a 1 1");
@@ -427,6 +561,12 @@ static void single_commands(redisContext *c) {
                   "IDEM.RESERVE t9 RETRY_TIMEOUT 10 STRATEGY rbf");
   rh_expect_error(c, "invalid CAPACITY",
                   "IDEM.RESERVE t9 RETRY_TIMEOUT 10 CAPACITY 0");
+  rh_expect_error(c, "invalid WINDOW",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 WINDOW 100");
+  rh_expect_error(c, "invalid WINDOW",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 WINDOW 32");
+  rh_expect_error(c, "invalid WINDOW",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 WINDOW 8192");
   rh_expect_error(c, "invalid option",
                   "IDEM.RESERVE t9 RETRY_TIMEOUT 10 COLOR red");
   rh_expect_error(c, "key exists", "IDEM.RESERVE t0 RETRY_TIMEOUT 10");
@@ -580,7 +720,20 @@ static void single_commands(redisContext *c) {
   rh_expect_error(c, "out of memory",
                   "FBF.RESERVE f9 50000000 1000 FPP 0.0001");
   rh_expect_error(c, "out of memory",
-                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 CAPACITY 20000000");
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10 CAPACITY 20000000 "
+                  "STRATEGY fbf");
+  /* HYBRID makes its FBF on first need: refused then, the op with it
+   * (nothing applied), while the windows go on deciding. */
+  freeReplyObject(rh_cmd(c,
+                         "IDEM.RESERVE t9 RETRY_TIMEOUT 10000 CAPACITY "
+                         "20000000 AT 0"));
+  RH_CHECK(incr_at(c, "t9", 1, 1000, 1) == 1, "HYBRID without its FBF");
+  rh_expect_error(c, "out of memory", "IDEM.INCRBYAT t9 ctr 1 1 1 2");
+  RH_CHECK(rh_int(c, "IDEM.GET t9 ctr") == 1 &&
+               info_field(c, "IDEM.INFO", "t9", "filter_memory") == 0,
+           "a refused FBF changed the table");
+  RH_CHECK(incr_at(c, "t9", 1, 1001, 3) == 1, "HYBRID after a refused FBF");
+  freeReplyObject(rh_cmd(c, "DEL t9"));
 
   /* Commands leak nothing: 3 x 4000 reads and writes of existing ids and
    * keys leave used_memory where it was, within 64 KiB of allocator noise
@@ -638,6 +791,52 @@ static bool rdb_len(const unsigned char **p, const unsigned char *end,
  * of the payload: module id, [UINT clock], STRING blob; DUMPed without
  * compression): the same clock gives the same value, an earlier clock or
  * a damaged blob is refused and changes nothing. */
+/* The golden bk_idem snapshots of version 1 (tests/data, written before
+ * client windows): every table the earlier module could have saved loads
+ * through IDEM.LOAD as the strategy it was; the strategies the module does
+ * not offer are refused. */
+/* The golden file `name` of tests/data (beside this file's directory). */
+static void data_path(const char *name, char *out, size_t cap) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", __FILE__);
+  char *slash = strstr(dir, "redis/test_redis.c");
+  RH_CHECK(slash, "where is tests/data (%s)", __FILE__);
+  *slash = '\0';
+  snprintf(out, cap, "%sdata/%s", dir, name);
+}
+
+static void single_load_v1(redisContext *c) {
+  const char *files[] = {"idem_v1_fbf-keys.bin", "idem_v1_adaptive-keys.bin",
+                         "idem_v1_fbf-empty.bin", "idem_v1_none-keys.bin",
+                         "idem_v1_rbf-keys.bin"};
+  const char *want[] = {"fbf", "adaptive", "fbf", NULL, NULL};
+  for (int i = 0; i < 5; i++) {
+    char path[1200];
+    data_path(files[i], path, sizeof path);
+    FILE *f = fopen(path, "rb");
+    RH_CHECK(f, "open %s", path);
+    static char blob[1 << 20];
+    size_t len = fread(blob, 1, sizeof blob, f);
+    fclose(f);
+    redisReply *r = rh_cmd(c, "IDEM.LOAD v1 %llu %b",
+                           (unsigned long long)1 << 32, blob, len);
+    if (want[i]) {
+      RH_CHECK(r->type == REDIS_REPLY_STATUS, "IDEM.LOAD %s: %s", files[i],
+               r->type == REDIS_REPLY_ERROR ? r->str : "?");
+      RH_CHECK(info_text_is(c, "IDEM.INFO", "v1", "strategy", want[i]),
+               "%s loaded as another strategy", files[i]);
+    } else {
+      RH_CHECK(r->type == REDIS_REPLY_ERROR &&
+                   strstr(r->str, "a strategy the module does not offer"),
+               "IDEM.LOAD %s: %s", files[i],
+               r->type == REDIS_REPLY_ERROR ? r->str : "loaded");
+    }
+    freeReplyObject(r);
+    freeReplyObject(rh_cmd(c, "DEL v1"));
+  }
+  printf("version-1 IDEM snapshots: fbf and adaptive load, none/rbf refused\n");
+}
+
 static void single_load_commands(redisContext *c) {
   freeReplyObject(rh_cmd(c, "CONFIG SET rdbcompression no"));
   const char *keys[] = {"t0", "f0", "c0"};
@@ -814,8 +1013,9 @@ static void single_grow_chain(redisContext *c) {
 }
 
 static void single_dump_restore(redisContext *c) {
-  const char *keys[] = {"t0", "f0", "tw", "fw", "c0", "c1"};
-  for (size_t k = 0; k < 6; k++) {
+  /* th: HYBRID with windows and its FBF; tw1: WINDOW (single_hybrid). */
+  const char *keys[] = {"t0", "f0", "tw", "fw", "c0", "c1", "th", "tw1"};
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
     redisReply *d = rh_cmd(c, "DUMP %s", keys[k]);
     RH_CHECK(d->type == REDIS_REPLY_STRING, "DUMP %s", keys[k]);
     redisReply *r = rh_cmd(c, "RESTORE copy 0 %b", d->str, d->len);
@@ -949,13 +1149,60 @@ static void single_corrupt_rdb(rh_node *n) {
   printf("corrupt RDB: refused with the module's log line\n");
 }
 
+/* An RDB file the module wrote before client windows (3edb093, Redis
+ * 7.0.15, RDB encoding 2 of the module, bk_idem snapshots of version 1):
+ * tests/data/redis_idem_v1.rdb holds "old" (FBF) and "olda" (adaptive),
+ * each with ops (client 7, seq i, delta i on c<i % 3>; client 8, seq i,
+ * delta 1 on c) for i = 1..10 at 1000 + i ms. It loads at startup, answers
+ * as then, and a retry of its ops is a duplicate. */
+static void single_old_rdb(rh_node *k) {
+  rh_kill(k, SIGKILL);
+  char src[1200], dst[700];
+  data_path("redis_idem_v1.rdb", src, sizeof src);
+  snprintf(dst, sizeof dst, "%s/dump.rdb", k->dir);
+  FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+  RH_CHECK(in && out, "copy %s to %s", src, dst);
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, in)) > 0;)
+    RH_CHECK(fwrite(buf, 1, n, out) == n, "write %s", dst);
+  fclose(in);
+  fclose(out);
+  rh_set_module_args("");
+  rh_restart(k);
+  redisContext *c = rh_connect(k->port, 5000);
+  RH_CHECK(c, "connect");
+  RH_CHECK(rh_int(c, "IDEM.GET old c0") == 18 &&
+               rh_int(c, "IDEM.GET old c1") == 22 &&
+               rh_int(c, "IDEM.GET old c2") == 15 &&
+               rh_int(c, "IDEM.GET olda c") == 10,
+           "the old RDB's counters");
+  RH_CHECK(info_text_is(c, "IDEM.INFO", "old", "strategy", "fbf") &&
+               info_text_is(c, "IDEM.INFO", "olda", "strategy", "adaptive") &&
+               info_field(c, "IDEM.INFO", "old", "now_ms") == 1010,
+           "the old RDB's tables");
+  redisReply *r = rh_cmd(c, "IDEM.INCRBYAT old c1 7 4 4 2000");
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 22 &&
+               r->element[1]->integer == 0,
+           "a retry of an op in the old RDB");
+  freeReplyObject(r);
+  r = rh_cmd(c, "IDEM.INCRBYAT olda c 8 11 1 2000");
+  RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 11 &&
+               r->element[1]->integer == 1,
+           "a new op on a table of the old RDB");
+  freeReplyObject(r);
+  redisFree(c);
+  printf("an RDB file of the module before client windows loads\n");
+}
+
 static int scenario_single(void) {
   const char *plain[] = {NULL};
   rh_node *n = rh_start(plain);
   redisContext *c = rh_connect(n->port, 5000);
   single_commands(c);
+  single_hybrid(c);
   single_dump_restore(c);
   single_load_commands(c);
+  single_load_v1(c);
   single_grow_chain(c);
   redisFree(c);
   single_restart(n, false);
@@ -980,6 +1227,8 @@ static int scenario_single(void) {
   const char *bad[][2] = {{"retry_timeout 0", "retry_timeout"},
                           {"fpp 1.5", "fpp"},
                           {"strategy rbf", "strategy"},
+                          {"window 100", "window"},
+                          {"window 8192", "window"},
                           {"color red", "color"},
                           {"fpp", "name value pairs"}};
   char rdb[700];
@@ -1014,6 +1263,36 @@ static int scenario_single(void) {
   RH_CHECK(info_field(c, "CBF.INFO", "d3", "capacity") == 77,
            "cbf_capacity argument");
   redisFree(c);
+  /* The module's defaults but W (ops_per_period 100,000: an FBF of about
+   * 2 MB, which IDEM tables made on first use all had before HYBRID): a
+   * table of in-order clients has no FBF, and makes it when a client goes
+   * below its window. */
+  rh_kill(k, SIGKILL);
+  rh_set_module_args("window 128");
+  rh_restart(k);
+  c = rh_connect(k->port, 5000);
+  for (int i = 0; i < 1000; i++)
+    freeReplyObject(rh_cmd(c, "IDEM.INCRBY e x %d %d 1", i % 100, i / 100));
+  RH_CHECK(rh_int(c, "IDEM.GET e x") == 1000, "first-use table's ops");
+  RH_CHECK(info_text_is(c, "IDEM.INFO", "e", "strategy", "hybrid") &&
+               info_field(c, "IDEM.INFO", "e", "window") == 128,
+           "window argument");
+  long long small = rh_int(c, "MEMORY USAGE e");
+  RH_CHECK(
+      small < 100000 && info_field(c, "IDEM.INFO", "e", "filter_memory") == 0,
+      "a first-use table of in-order clients: %lld bytes", small);
+  freeReplyObject(rh_cmd(c, "IDEM.INCRBY e x 0 100000 1"));
+  freeReplyObject(rh_cmd(c, "IDEM.INCRBY e x 0 5 1"));
+  long long big = rh_int(c, "MEMORY USAGE e");
+  RH_CHECK(
+      info_field(c, "IDEM.INFO", "e", "below_window") == 1 && big > 1000000,
+      "the FBF made on first need: %lld bytes", big);
+  printf(
+      "first use at the module's defaults: %lld bytes with 100 in-order "
+      "clients, %lld once one went below its window\n",
+      small, big);
+  redisFree(c);
+  single_old_rdb(k);
   printf(
       "module arguments: bad ones refused with a log line, good ones used\n");
   printf("single node: ok\n");
@@ -1082,6 +1361,34 @@ static int scenario_replica(void) {
     if (i % 90 == 0) freeReplyObject(rh_cmd(mc, "CBF.REM cf y%d", i - 30));
   }
   fbf_add_many(mc, "fgrow", 2000, "g", 6000, 30000);
+  /* A replica behind by 300 ms: it runs the stream on a later clock of
+   * its own, yet every write at the master's time (most of them came
+   * verbatim, the time only when the master's millisecond moved), so
+   * the digests below still match. A WINDOW table's TOO_OLD too. */
+  freeReplyObject(
+      rh_cmd(mc, "IDEM.RESERVE {r}tw RETRY_TIMEOUT 30000 STRATEGY window"));
+  kill(replica->pid, SIGSTOP);
+  for (int i = 0; i < 300; i++) {
+    freeReplyObject(rh_cmd(mc, "IDEM.INCRBY {r}tw c 7 %d 1", 1000 + i));
+    freeReplyObject(rh_cmd(mc, "IDEM.INCRBY {r}1 late%d 8 %d 1", i % 7, i));
+    if (i % 100 == 0) rh_sleep_ms(100);
+  }
+  rh_expect_error(mc, "TOO_OLD", "IDEM.INCRBY {r}tw c 7 5 1");
+  rh_sleep_ms(100);
+  kill(replica->pid, SIGCONT);
+  /* A write that fails after moving the table's clock (an overflow)
+   * propagates nothing: the next write must carry its time. The table's
+   * clock is ahead of the wall clock, so IDEM.INCRBY runs at it. */
+  struct timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  long long future =
+      (long long)wall.tv_sec * 1000 + wall.tv_nsec / 1000000 + 1000000000LL;
+  freeReplyObject(
+      rh_cmd(mc, "IDEM.RESERVE {r}tf RETRY_TIMEOUT 30000 AT %lld", future));
+  freeReplyObject(rh_cmd(mc, "IDEM.INCRBY {r}tf big 1 1 9223372036854775807"));
+  rh_expect_error(mc, "overflow", "IDEM.INCRBYAT {r}tf big 1 2 1 %lld",
+                  future + 10);
+  freeReplyObject(rh_cmd(mc, "IDEM.INCRBY {r}tf x 1 3 1"));
   long long replicas = rh_int(mc, "WAIT 1 20000");
   RH_CHECK(replicas == 1, "WAIT: %lld replicas", replicas);
   redisReply *dm = rh_cmd(mc, "DEBUG DIGEST");
@@ -1090,6 +1397,11 @@ static int scenario_replica(void) {
            "replica differs from master: %s vs %s", dm->str, dr->str);
   freeReplyObject(dm);
   freeReplyObject(dr);
+  RH_CHECK(info_field(mc, "IDEM.INFO", "{r}1", "now_ms") ==
+                   info_field(rc, "IDEM.INFO", "{r}1", "now_ms") &&
+               info_field(rc, "IDEM.INFO", "{r}tf", "now_ms") == future + 10 &&
+               info_field(rc, "IDEM.INFO", "{r}tw", "below_window") == 1,
+           "the replica's clock or windows differ");
   fbf_reads_as_of_now(mc, rc);
 
   /* Promote the replica; the master is gone. */

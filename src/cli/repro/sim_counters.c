@@ -36,10 +36,22 @@
  *   bursty   rate(t) = B R during the last --burst-ms of every --burst-every
  *            ms cycle (B = --burst-factor, default 10; 1000 of 10000 ms),
  *            R otherwise; D solved numerically
+ * Reordering clients (--reorder-share P, --reorder-depth D; off by
+ * default: every client sends its ops in the order it numbered them). The
+ * clients 0 .. round(P C) - 1 (C = --clients) hold ops back: each of their
+ * ops is held with probability 1/2, and a held op is first sent 1 ms after
+ * the time its client's op D places later was due (if the client has fewer
+ * than D more ops, when that op would have come at the client's mean gap
+ * between ops, after its last), its retries counted from then. So such
+ * a client has up to D ops numbered but not yet sent, and its held ops
+ * arrive below the newest seq by about D: with D above the client window W,
+ * below the window (HYBRID's FBF decides them, WINDOW answers TOO_OLD).
  * Randomness (seeded by --seed, one splitmix64 stream per purpose, so the
  * op stream is identical across strategies and, in a sweep, the ops
  * (clients, keys, arrival times) are the same at every ack-loss value):
- * stream 1 clients and keys, stream 2 ack losses, stream 3 retry delays.
+ * stream 1 clients and keys, stream 2 ack losses, stream 3 retry delays,
+ * stream 4 which ops a reordering client holds back (so a run without
+ * reordering is the same stream as before the option existed).
  *
  * Accounting, per strategy (per op we count the attempts the table applied):
  *   expected          ops * delta (each distinct op once)
@@ -56,6 +68,26 @@
  *   retries_applied   attempts applied although the op had been applied
  *                     before: the over-count (every retry for NONE; retries
  *                     after an RBF recycle)
+ *   too_old           attempts answered BK_IDEM_TOO_OLD (WINDOW only: below
+ *                     the client's window, not applied, nothing recorded);
+ *                     too_old_new: of them, attempts whose op had not been
+ *                     applied yet. Those are genuine updates refused: lost
+ *                     updates unless the caller retries them another way
+ *                     (this simulator does not: its clients take the
+ *                     answer as an ack), so an op whose every attempt was
+ *                     TOO_OLD counts in ops_lost. A TOO_OLD retry of an
+ *                     op already applied is harmless (not applied again)
+ *   below_window      bk_idem_info below_window: ops that fell below their
+ *                     client's window (HYBRID: decided by its FBF; WINDOW:
+ *                     the TOO_OLD answers); 0 for the other strategies
+ *   slid_to_filter    bk_idem_info slid_to_filter: applied seqs HYBRID moved
+ *                     into its FBF as they left a window while a retry of
+ *                     them could still come (clients sending more than W
+ *                     ops per timeout)
+ *   clients           the most client windows held at once, sampled as
+ *                     fpp_max is; window_bytes: bk_idem_info window_memory
+ *                     (the client windows' table) at that sample;
+ *                     bytes_per_client: the two divided
  *   error %           (final - expected) / expected * 100
  *                     = delta (retries_applied - ops_lost) / expected * 100
  *   filter_bytes      bk_idem_info filter_memory (bytes, with the structure's
@@ -81,6 +113,10 @@
  * filter for 2 ops_per_period at the target fpp, the RBF with (N + 2) times
  * the bits). FBF_ADAPTIVE may grow to --max-filters filters (bk_idem's
  * default 4 (N + 2)) and pays for that width in memory from the start.
+ * WINDOW and HYBRID keep a window of --window seqs per client (bk_idem's
+ * `window`, default 256); HYBRID's FBF has the FBF strategy's config but is
+ * made only when an op first falls below a window or slides out of one
+ * (filter_bytes 0 until then).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -133,7 +169,7 @@
 #define MAX_ATTEMPTS_PER_OP 60000u
 #define MAX_DELTA 1000000
 #define MAX_SWEEP 64u
-#define N_STRATEGIES 4u
+#define N_STRATEGIES 6u
 
 _Static_assert(MAX_OPS <= UINT32_MAX, "attempt.op holds an op index");
 
@@ -178,7 +214,8 @@ typedef struct delay_dist {
 } delay_dist;
 
 static const bk_idem_strategy all_strategies[N_STRATEGIES] = {
-    BK_IDEM_NONE, BK_IDEM_RBF, BK_IDEM_FBF, BK_IDEM_FBF_ADAPTIVE};
+    BK_IDEM_NONE,         BK_IDEM_RBF,    BK_IDEM_FBF,
+    BK_IDEM_FBF_ADAPTIVE, BK_IDEM_WINDOW, BK_IDEM_HYBRID};
 
 typedef struct options {
   uint64_t seed;
@@ -195,6 +232,8 @@ typedef struct options {
   double ack_loss;
   delay_dist delay;
   uint64_t timeout_ms;
+  double reorder_share;   /* share of clients that hold ops back */
+  uint64_t reorder_depth; /* 0: every client in order */
   /* filters */
   uint64_t fbf_m; /* 0: sized from size_rate */
   unsigned fbf_k;
@@ -202,6 +241,7 @@ typedef struct options {
   double target_fpp;
   double size_rate;     /* 0: the load's peak rate */
   unsigned max_filters; /* 0: bk_idem's default */
+  unsigned window;      /* W of WINDOW and HYBRID */
   uint64_t sample_ms;
   /* what to run */
   bk_idem_strategy strategies[N_STRATEGIES];
@@ -219,7 +259,7 @@ typedef struct options {
 /* The names options and output use, in the order of all_strategies and
  * of load_kind (the option parser stores indices into these). */
 static const char *const strategy_names[N_STRATEGIES + 1] = {
-    "NONE", "RBF", "FBF", "FBF_ADAPTIVE", NULL};
+    "NONE", "RBF", "FBF", "FBF_ADAPTIVE", "WINDOW", "HYBRID", NULL};
 static const char *const load_names[] = {"steady", "rising", "bursty", NULL};
 
 static const char *strategy_name(bk_idem_strategy s) {
@@ -333,6 +373,7 @@ typedef struct stream {
   attempt *attempts;
   uint64_t n_attempts;
   uint64_t max_retries; /* most retries of one op */
+  uint64_t n_held;      /* ops sent after later ones of their client */
   uint64_t last_ms;
   double duration_s;
 } stream;
@@ -391,19 +432,84 @@ static int push_attempt(stream *s, uint64_t *cap, uint64_t time_ms,
   return 0;
 }
 
+/* The clients that hold ops back: 0 .. round(share * clients) - 1. */
+static uint64_t reordering_clients(const options *o) {
+  if (!o->reorder_depth) return 0;
+  return (uint64_t)llround(o->reorder_share * (double)o->clients);
+}
+
+/* Move the first send of each op a reordering client holds back (stream 4,
+ * probability 1/2) to 1 ms after the time its client's op reorder_depth
+ * places later was due (extrapolated at the client's mean gap past its
+ * last op). first_ms[i] is op i's time in order, and becomes its first
+ * send. */
+static int hold_back(const options *o, stream *s, uint64_t *first_ms) {
+  uint64_t n_clients = reordering_clients(o);
+  if (!n_clients) return 0;
+  /* Each reordering client's ops, in numbering order (a counting sort). */
+  uint64_t *start = calloc((size_t)n_clients + 1, sizeof *start);
+  if (!start) {
+    fprintf(stderr, PROG ": out of memory\n");
+    return 1;
+  }
+  for (uint64_t i = 0; i < s->n_ops; i++)
+    if (s->ops[i].client < n_clients) start[s->ops[i].client + 1]++;
+  for (uint64_t c = 0; c < n_clients; c++) start[c + 1] += start[c];
+  uint64_t total = start[n_clients];
+  uint32_t *mine = malloc((size_t)(total ? total : 1) * sizeof *mine);
+  uint64_t *fill = malloc((size_t)n_clients * sizeof *fill);
+  if (!mine || !fill) {
+    fprintf(stderr, PROG ": out of memory\n");
+    free(start);
+    free(mine);
+    free(fill);
+    return 1;
+  }
+  for (uint64_t c = 0; c < n_clients; c++) fill[c] = start[c];
+  for (uint64_t i = 0; i < s->n_ops; i++)
+    if (s->ops[i].client < n_clients)
+      mine[fill[s->ops[i].client]++] = (uint32_t)i;
+  /* In increasing position, so the op D places later still has the time
+   * it was due when it is read. */
+  rng hold = rng_make(o->seed, 4);
+  for (uint64_t c = 0; c < n_clients; c++) {
+    uint64_t first = start[c], end = start[c + 1];
+    if (first == end) continue;
+    /* Past its last op, the client's ops would have come at its mean gap. */
+    uint64_t t_first = first_ms[mine[first]], t_last = first_ms[mine[end - 1]];
+    double gap = end - first > 1
+                     ? (double)(t_last - t_first) / (double)(end - first - 1)
+                     : 0.0;
+    for (uint64_t p = first; p < end; p++) {
+      if (rng_unit(&hold) >= 0.5) continue;
+      uint64_t later = p + o->reorder_depth, due;
+      if (later < end)
+        due = first_ms[mine[later]];
+      else /* capped far beyond any run (2^52 ms), so the cast is defined */
+        due = t_last +
+              (uint64_t)fmin((double)(later - (end - 1)) * gap, 0x1.0p52);
+      first_ms[mine[p]] = due + 1;
+      s->n_held++;
+    }
+  }
+  free(start);
+  free(mine);
+  free(fill);
+  return 0;
+}
+
 /* Generate the ops and every delivered attempt, sorted by time. */
 static int make_stream(const options *o, stream *s) {
   memset(s, 0, sizeof *s);
   s->n_ops = o->ops;
   s->ops = malloc((size_t)o->ops * sizeof *s->ops);
   uint64_t *next_seq = calloc((size_t)o->clients, sizeof *next_seq);
+  uint64_t *first_ms = malloc((size_t)o->ops * sizeof *first_ms);
   uint64_t cap = o->ops + o->ops / 8 + 16;
   s->attempts = malloc((size_t)cap * sizeof *s->attempts);
-  if (!s->ops || !next_seq || !s->attempts) {
+  if (!s->ops || !next_seq || !first_ms || !s->attempts) {
     fprintf(stderr, PROG ": out of memory\n");
-    free(next_seq);
-    stream_free(s);
-    return 1;
+    goto fail;
   }
   rng who = rng_make(o->seed, 1), loss = rng_make(o->seed, 2),
       wait = rng_make(o->seed, 3);
@@ -419,27 +525,32 @@ static int make_stream(const options *o, stream *s) {
     double t = invert(o, duration, (double)i + 0.5, prev_t,
                       duration > prev_t ? duration : prev_t);
     prev_t = t;
+    first_ms[i] = (uint64_t)(t * 1000.0);
+  }
+  if (hold_back(o, s, first_ms)) goto fail;
+  for (uint64_t i = 0; i < o->ops; i++) {
     /* Whole ms: the first send at floor(T), each retry at that plus the
      * floor of the summed delays, so a retry sent within the timeout is
      * never more than `timeout` ms after the first delivery. */
-    uint64_t first_ms = (uint64_t)(t * 1000.0);
     double since = 0.0; /* ms since the first send */
     uint64_t n = 0;
-    if (push_attempt(s, &cap, first_ms, i, 0)) goto fail;
+    if (push_attempt(s, &cap, first_ms[i], i, 0)) goto fail;
     while (rng_unit(&loss) < o->ack_loss) {
       since += draw_delay(&o->delay, &wait);
       if (since > timeout || n + 1 >= MAX_ATTEMPTS_PER_OP) break;
       n++;
-      if (push_attempt(s, &cap, first_ms + (uint64_t)since, i, n)) goto fail;
+      if (push_attempt(s, &cap, first_ms[i] + (uint64_t)since, i, n)) goto fail;
     }
     if (n > s->max_retries) s->max_retries = n;
   }
   free(next_seq);
+  free(first_ms);
   qsort(s->attempts, (size_t)s->n_attempts, sizeof *s->attempts, cmp_attempt);
   s->last_ms = s->n_attempts ? s->attempts[s->n_attempts - 1].time_ms : 0;
   return 0;
 fail:
   free(next_seq);
+  free(first_ms);
   stream_free(s);
   return 1;
 }
@@ -457,6 +568,12 @@ typedef struct result {
   uint64_t fp_first; /* fp_dismissed that were first deliveries */
   uint64_t ops_lost;
   uint64_t retries_applied;
+  uint64_t too_old;     /* attempts answered TOO_OLD (WINDOW) */
+  uint64_t too_old_new; /* of them, before their op was ever applied */
+  uint64_t below_window;
+  uint64_t slid_to_filter;
+  uint64_t clients; /* client windows at the end */
+  size_t window_bytes;
   size_t filter_bytes;
   uint64_t filter_bits;
   double fpp_end;
@@ -532,10 +649,16 @@ static int sum_counter(void *ctx, const void *key, size_t len, int64_t value) {
   return 0;
 }
 
-static int sample_fpp(const bk_idem *t, double *max) {
+/* Every --sample-ms: the largest fpp, and the most client windows held at
+ * once with their bytes then. */
+static int sample_info(const bk_idem *t, double *max, result *res) {
   bk_idem_info info;
   TRY_BK(bk_idem_info_get(t, &info));
   if (info.fpp > *max) *max = info.fpp;
+  if (info.clients > res->clients) {
+    res->clients = info.clients;
+    res->window_bytes = info.window_memory;
+  }
   return 0;
 fail:
   return 1;
@@ -553,6 +676,7 @@ static bk_idem_config idem_config(const options *o, const filter_shape *fs,
       .k = o->fbf_m ? o->fbf_k : 0,
       .target_fpp = o->target_fpp,
       .max_filters = strategy == BK_IDEM_FBF_ADAPTIVE ? o->max_filters : 0,
+      .window = o->window,
       .start_time = 0,
       .expected_keys = o->keys,
       .hash_alg = BK_HASH_XXH3,
@@ -562,9 +686,10 @@ static bk_idem_config idem_config(const options *o, const filter_shape *fs,
 }
 
 /* Filters of m bits a strategy keeps: N + 2 (the RBF's one filter has the
- * same bits), FBF_ADAPTIVE its ceiling; 0 for NONE. */
+ * same bits; HYBRID once its FBF is made), FBF_ADAPTIVE its ceiling; 0 for
+ * NONE and WINDOW. */
 static unsigned filter_width(const options *o, bk_idem_strategy strategy) {
-  if (strategy == BK_IDEM_NONE) return 0;
+  if (strategy == BK_IDEM_NONE || strategy == BK_IDEM_WINDOW) return 0;
   if (strategy != BK_IDEM_FBF_ADAPTIVE) return o->n_past + 2;
   unsigned width = o->max_filters ? o->max_filters : 4 * (o->n_past + 2);
   return width > BK_FBF_MAX_FILTERS ? BK_FBF_MAX_FILTERS : width;
@@ -600,7 +725,7 @@ static int run_strategy(const options *o, const stream *s,
         trace->sums[slot] = running;
     if (a->time_ms > now) {
       if (a->time_ms / o->sample_ms != now / o->sample_ms &&
-          sample_fpp(t, &fpp_max))
+          sample_info(t, &fpp_max, res))
         goto fail;
       TRY_BK(bk_idem_advance(t, a->time_ms));
       now = a->time_ms;
@@ -614,6 +739,9 @@ static int run_strategy(const options *o, const stream *s,
       running += o->delta;
       if (applied[a->op]) res->retries_applied++;
       applied[a->op]++;
+    } else if (outcome == BK_IDEM_TOO_OLD) {
+      res->too_old++;
+      if (!applied[a->op]) res->too_old_new++;
     } else if (applied[a->op]) {
       res->dups_dismissed++;
     } else {
@@ -623,10 +751,11 @@ static int run_strategy(const options *o, const stream *s,
   }
   if (trace)
     for (; slot < trace->n_slots; slot++) trace->sums[slot] = running;
-  if (sample_fpp(t, &fpp_max)) goto fail;
+  if (sample_info(t, &fpp_max, res)) goto fail;
 
   /* Totals, cross-checked three ways: our per-op counts, the counters'
-   * sum, and the table's own applied/duplicate counts. */
+   * sum, and the table's own applied/duplicate counts (TOO_OLD answers are
+   * neither). */
   uint64_t applications = 0;
   for (uint64_t i = 0; i < s->n_ops; i++) {
     applications += applied[i];
@@ -640,7 +769,7 @@ static int run_strategy(const options *o, const stream *s,
   res->final = sum.sum;
   if (sum.overflow || res->final != (int64_t)applications * o->delta ||
       info.applied != applications ||
-      info.duplicates != s->n_attempts - applications) {
+      info.duplicates + res->too_old != s->n_attempts - applications) {
     fprintf(stderr,
             PROG
             ": %s: inconsistent totals: counters sum %lld, %llu "
@@ -659,8 +788,15 @@ static int run_strategy(const options *o, const stream *s,
   res->filter_bytes = info.filter_memory;
   res->fpp_end = info.fpp;
   res->fpp_max = fpp_max;
-  res->filter_bits = (uint64_t)filter_width(o, strategy) * fs->m;
-  res->target = strategy == BK_IDEM_NONE ? 0.0 : o->target_fpp;
+  res->filter_bits = info.filter_memory == 0
+                         ? 0 /* HYBRID's, not made */
+                         : (uint64_t)filter_width(o, strategy) * fs->m;
+  res->target = strategy == BK_IDEM_NONE || strategy == BK_IDEM_WINDOW
+                    ? 0.0
+                    : o->target_fpp;
+  res->below_window = info.below_window;
+  res->slid_to_filter = info.slid_to_filter;
+
   bk_idem_destroy(t);
   return 0;
 fail:
@@ -708,7 +844,15 @@ static void print_header(const options *o, const stream *s,
       (unsigned long long)(fs->m * (o->n_past + 2)), fs->k, o->target_fpp);
   if (o->max_filters)
     printf("; FBF_ADAPTIVE at most %u filters", o->max_filters);
-  printf("\n");
+  printf("; client windows W=%u seqs\n", o->window);
+  uint64_t reordering = reordering_clients(o);
+  if (reordering)
+    printf(
+        "# reordering: %llu of %llu clients hold each op back with "
+        "probability 1/2 until %llu later ops of theirs were due: %llu ops "
+        "held\n",
+        (unsigned long long)reordering, (unsigned long long)o->clients,
+        (unsigned long long)o->reorder_depth, (unsigned long long)s->n_held);
   printf(
       "# fpp_end: bk_idem_info fpp after the last attempt; fpp_max: its "
       "largest value sampled every %llu ms (before the clock moves) and "
@@ -716,11 +860,20 @@ static void print_header(const options *o, const stream *s,
       (unsigned long long)o->sample_ms);
 }
 
+/* bytes_per_client: the windows' bytes over the clients holding one. */
+static double bytes_per_client(const result *r) {
+  return r->clients ? (double)r->window_bytes / (double)r->clients : 0.0;
+}
+
+static bool windowed(bk_idem_strategy s) {
+  return s == BK_IDEM_WINDOW || s == BK_IDEM_HYBRID;
+}
+
 static void print_table(const result *r, size_t n, uint64_t n_ops) {
-  printf("%-13s %10s %10s %8s %9s %9s %8s %9s %9s %12s %9s %9s %9s %8s\n",
+  printf("%-13s %10s %10s %8s %9s %9s %8s %9s %8s %9s %12s %9s %9s %9s %8s\n",
          "strategy", "expected", "final", "error%", "dups_dism", "fp_dism",
-         "ops_lost", "retr_appl", "fp_per_op", "filter_bytes", "fpp_end",
-         "fpp_max", "target", "bits");
+         "ops_lost", "retr_appl", "too_old", "fp_per_op", "filter_bytes",
+         "fpp_end", "fpp_max", "target", "bits");
   for (size_t i = 0; i < n; i++) {
     char target[32];
     if (r[i].target > 0.0)
@@ -728,36 +881,60 @@ static void print_table(const result *r, size_t n, uint64_t n_ops) {
     else
       snprintf(target, sizeof target, "-");
     printf(
-        "%-13s %10lld %10lld %+8.3f %9llu %9llu %8llu %9llu %9.3g %12zu "
-        "%9.3g %9.3g %9s %8llu\n",
+        "%-13s %10lld %10lld %+8.3f %9llu %9llu %8llu %9llu %8llu %9.3g "
+        "%12zu %9.3g %9.3g %9s %8llu\n",
         strategy_name(r[i].strategy), (long long)r[i].expected,
         (long long)r[i].final, r[i].error_pct,
         (unsigned long long)r[i].dups_dismissed,
         (unsigned long long)r[i].fp_dismissed,
         (unsigned long long)r[i].ops_lost,
         (unsigned long long)r[i].retries_applied,
+        (unsigned long long)r[i].too_old,
         (double)r[i].fp_dismissed / (double)n_ops, r[i].filter_bytes,
         r[i].fpp_end, r[i].fpp_max, target,
         (unsigned long long)r[i].filter_bits);
+  }
+  bool any = false;
+  for (size_t i = 0; i < n; i++) any = any || windowed(r[i].strategy);
+  if (!any) return;
+  printf(
+      "# client windows (bk_idem_info; clients: the most held at once, "
+      "window_bytes then)\n");
+  printf("%-13s %11s %12s %14s %8s %12s %16s\n", "strategy", "too_old_new",
+         "below_window", "slid_to_filter", "clients", "window_bytes",
+         "bytes_per_client");
+  for (size_t i = 0; i < n; i++) {
+    if (!windowed(r[i].strategy)) continue;
+    printf("%-13s %11llu %12llu %14llu %8llu %12zu %16.1f\n",
+           strategy_name(r[i].strategy), (unsigned long long)r[i].too_old_new,
+           (unsigned long long)r[i].below_window,
+           (unsigned long long)r[i].slid_to_filter,
+           (unsigned long long)r[i].clients, r[i].window_bytes,
+           bytes_per_client(&r[i]));
   }
 }
 
 #define CSV_COLUMNS                                                         \
   "strategy,expected,final,error_pct,dups_dismissed,fp_dismissed,fp_first," \
   "ops_lost,retries_applied,fp_per_op,filter_bytes,filter_bits,fpp_end,"    \
-  "fpp_max,target_fpp"
+  "fpp_max,target_fpp,too_old,too_old_new,below_window,slid_to_filter,"     \
+  "clients,window_bytes,bytes_per_client"
 
 static void print_csv_row(FILE *out, const result *r, uint64_t n_ops) {
   fprintf(
       out,
       "%s,%lld,%lld,%.6f,%llu,%llu,%llu,%llu,%llu,%.6g,%zu,%llu,%.6g,%.6g,"
-      "%.6g\n",
+      "%.6g,%llu,%llu,%llu,%llu,%llu,%zu,%.1f\n",
       strategy_name(r->strategy), (long long)r->expected, (long long)r->final,
       r->error_pct, (unsigned long long)r->dups_dismissed,
       (unsigned long long)r->fp_dismissed, (unsigned long long)r->fp_first,
       (unsigned long long)r->ops_lost, (unsigned long long)r->retries_applied,
       (double)r->fp_dismissed / (double)n_ops, r->filter_bytes,
-      (unsigned long long)r->filter_bits, r->fpp_end, r->fpp_max, r->target);
+      (unsigned long long)r->filter_bits, r->fpp_end, r->fpp_max, r->target,
+      (unsigned long long)r->too_old, (unsigned long long)r->too_old_new,
+      (unsigned long long)r->below_window,
+      (unsigned long long)r->slid_to_filter, (unsigned long long)r->clients,
+      r->window_bytes, bytes_per_client(r));
 }
 
 /* ---- runs
@@ -1017,6 +1194,15 @@ static int check_options(const options *o) {
                               "--fbf-m and --fbf-k go together (only %s was "
                               "given)",
                               o->fbf_m ? "--fbf-m" : "--fbf-k");
+  if ((o->reorder_share > 0.0) != (o->reorder_depth != 0))
+    return bk_cli_usage_error(
+        stderr, PROG,
+        "--reorder-share and --reorder-depth go "
+        "together (only %s was given)",
+        o->reorder_depth ? "--reorder-depth" : "--reorder-share");
+  if (o->window & (o->window - 1))
+    return bk_cli_usage_error(
+        stderr, PROG, "--window: '%u' is not a power of two", o->window);
   if (o->load == LOAD_BURSTY && o->burst_ms > o->burst_every_ms)
     return bk_cli_usage_error(
         stderr, PROG, "--burst-ms %llu exceeds --burst-every %llu",
@@ -1076,7 +1262,8 @@ static int check_tables(const options *o, const filter_shape *fs) {
   "and replayed into a bk_idem table per strategy; a table per strategy\n" \
   "(or CSV) reports the expected and final sums, error %, duplicates\n"    \
   "dismissed, genuine updates dismissed by false positives, retries\n"     \
-  "applied again, filter memory and the fpp estimate.\n"
+  "applied again, ops refused as below the client window (TOO_OLD),\n"     \
+  "filter and client window memory and the fpp estimate.\n"
 
 /* Its %-fields are filled from the SWEEP_* defaults. */
 #define SIM_EPILOG_FORMAT                                                   \
@@ -1092,7 +1279,13 @@ static int check_tables(const options *o, const filter_shape *fs) {
   "(over-count); fp_per_op = fp_dism / ops; filter_bytes =\n"               \
   "bk_idem_info filter_memory; fpp_end = bk_idem_info fpp at the end,\n"    \
   "fpp_max = its largest sample; target = the fpp target in force;\n"       \
-  "bits = filter bits (lane width * m for the FBFs, (N + 2) m RBF)\n"
+  "bits = filter bits (lane width * m for the FBFs, (N + 2) m RBF);\n"      \
+  "too_old = attempts answered TOO_OLD (WINDOW: below the client's\n"       \
+  "window, not applied; a genuine update so refused is lost, counted in\n"  \
+  "ops_lost). WINDOW and HYBRID add a table: too_old_new (TOO_OLD\n"        \
+  "before the op was applied), below_window and slid_to_filter\n"           \
+  "(bk_idem_info), clients (the most at once) and window_bytes then,\n"     \
+  "bytes_per_client\n"
 
 static int sim_counters(int argc, char **argv) {
   options o = {0};
@@ -1134,9 +1327,16 @@ static int sim_counters(int argc, char **argv) {
                  "clients send no retry later than MS after the first send; "
                  "also the filters' window",
                  .given = &o.set_timeout),
+      BK_CLI_DOUBLE("reorder-share", &o.reorder_share, 0.0, 0.0, 1.0, "P",
+                    "share of clients that hold ops back (each op with "
+                    "probability 1/2), with --reorder-depth"),
+      BK_CLI_U64("reorder-depth", &o.reorder_depth, 0, 0, MAX_OPS, "D",
+                 "a held op is sent after the client's next D ops (D above "
+                 "--window: below the window)",
+                 .default_text = "0, every client in order"),
       BK_CLI_CHOICE_LIST(
           "strategies", strategies, &o.n_strategies, N_STRATEGIES,
-          "NONE,RBF,FBF,FBF_ADAPTIVE", strategy_names, "LIST",
+          "NONE,RBF,FBF,FBF_ADAPTIVE,WINDOW,HYBRID", strategy_names, "LIST",
           "the strategies to run",
           .section = "filters (bk_idem; t = ceil(timeout / (N + 1)))",
           .given = &o.set_strategies),
@@ -1159,6 +1359,10 @@ static int sim_counters(int argc, char **argv) {
       BK_CLI_UNSIGNED("max-filters", &o.max_filters, 0, 3, BK_FBF_MAX_FILTERS,
                       "W", "FBF_ADAPTIVE ceiling",
                       .default_text = "4 (N + 2), at most 64"),
+      BK_CLI_UNSIGNED("window", &o.window, BK_IDEM_WINDOW_DEFAULT,
+                      BK_IDEM_WINDOW_MIN, BK_IDEM_WINDOW_MAX, "W",
+                      "seqs in each client's window (WINDOW, HYBRID), a power "
+                      "of two"),
       BK_CLI_FLAG("csv", &o.csv, "CSV, one row per strategy",
                   .section = "output"),
       BK_CLI_STRING("plot", &o.plot_dir, NULL, "a directory", "DIR",
@@ -1224,7 +1428,7 @@ static int sim_counters(int argc, char **argv) {
 static const bk_cli_subcommand simulations[] = {
     {"counters",
      "idempotent counters under client retries: NONE / RBF / FBF / "
-     "FBF_ADAPTIVE (thesis Fig. 6.7, 6.9)",
+     "FBF_ADAPTIVE / WINDOW / HYBRID (thesis Fig. 6.7, 6.9)",
      sim_counters},
     {"clocks",
      "Bloom clocks against vector clocks on a simulated execution "
