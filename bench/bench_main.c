@@ -9,6 +9,7 @@
 static void register_all(void) {
   bk_bench_register_bloom();
   bk_bench_register_fbf();
+  bk_bench_register_apbf();
   bk_bench_register_idem();
   bk_bench_register_cbf();
   bk_bench_register_scbf();
@@ -20,6 +21,7 @@ int main(int argc, char **argv) {
   int status = bk_bench_main(argc, argv, register_all);
   bk_bench_release_bloom();
   bk_bench_release_fbf();
+  bk_bench_release_apbf();
   bk_bench_release_idem();
   bk_bench_release_cbf();
   bk_bench_release_scbf();

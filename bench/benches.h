@@ -18,6 +18,11 @@ void bk_bench_release_bloom(void);
 void bk_bench_register_fbf(void);
 void bk_bench_release_fbf(void);
 
+/* bench_apbf.c: bk_apbf at (7,5) and (10,25), 15 KiB to 16 MiB, against a
+ * bk_bloom of the same memory; bk_fbf_contains_at against contains. */
+void bk_bench_register_apbf(void);
+void bk_bench_release_apbf(void);
+
 /* bench_idem.c: bk_idem with strategy FBF (64 MiB, N = 2) against NONE on
  * a table of 1M counters; one thread, and 2 threads against 1. */
 void bk_bench_register_idem(void);

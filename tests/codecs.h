@@ -56,6 +56,7 @@ extern const bk_test_codec bk_test_codec_counters;
 extern const bk_test_codec bk_test_codec_bloom;
 extern const bk_test_codec bk_test_codec_fbf;
 extern const bk_test_codec bk_test_codec_rbf;
+extern const bk_test_codec bk_test_codec_apbf;
 extern const bk_test_codec bk_test_codec_idem;
 extern const bk_test_codec bk_test_codec_cbf;
 extern const bk_test_codec bk_test_codec_scbf;

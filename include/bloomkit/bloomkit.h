@@ -15,6 +15,7 @@
 #include "bloomkit/bloom.h"
 #include "bloomkit/fbf.h"
 #include "bloomkit/rbf.h"
+#include "bloomkit/apbf.h"
 #include "bloomkit/idem.h"
 #include "bloomkit/bloomclock.h"
 #include "bloomkit/kbf.h"

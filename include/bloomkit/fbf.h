@@ -133,6 +133,28 @@ BK_API bk_status bk_fbf_contains(const bk_fbf *f, const void *key, size_t len,
                                  bool *out);
 BK_API bk_status bk_fbf_contains_hash(const bk_fbf *f, bk_hash h, bool *out);
 
+/**
+ * Membership as of `now`, changing nothing: the answer bk_fbf_contains
+ * would give after bk_fbf_advance(f, now). The refreshes due by `now` are
+ * replayed on a model of the filter list (new empty filters in front, the
+ * oldest dropped as a refresh would, min_window kept), and the check is
+ * made on the filters that would remain. `now` at or before the next
+ * refresh (in particular, earlier than the filter's clock) answers as
+ * bk_fbf_contains. Exact for a fixed FBF (and for an adaptive one while
+ * no adaptation tick falls due). For an adaptive FBF the Algorithm 3 ticks
+ * due by `now` are not replayed: the refreshes keep the current period and
+ * goal, and the extra drops under pressure are left out, so the answer
+ * may differ from advance's either way (a grow keeps filters longer, a
+ * shorter t or pressure forgets sooner); what min_window protects is found
+ * either way (an element younger than min_window). Cost: a contains
+ * when no refresh is due; otherwise the FBF's mutex is taken (so it
+ * waits for a running advance) and O(W) model steps. Errors: BK_EINVAL.
+ */
+BK_API bk_status bk_fbf_contains_at(const bk_fbf *f, const void *key,
+                                    size_t len, uint64_t now, bool *out);
+BK_API bk_status bk_fbf_contains_at_hash(const bk_fbf *f, bk_hash h,
+                                         uint64_t now, bool *out);
+
 /** Membership with an explicit check flavour. Errors: BK_EINVAL. */
 BK_API bk_status bk_fbf_contains_with(const bk_fbf *f, bk_hash h,
                                       bk_fbf_check check, bool *out);

@@ -14,6 +14,10 @@
  * (compare.c). */
 int bk_cli_compare(int argc, char **argv);
 
+/** `bloomkit compare --window N`: the forgetful filters on a sliding window
+ * (compare_window.c); bk_cli_compare hands over when --window is given. */
+int bk__cli_compare_window(int argc, char **argv);
+
 /** `bloomkit cbf <action> FILE`: a file-backed scalable counting filter
  * (bk_scbf): create, add, remove, check, info, flush (cbf.c). */
 int bk_cli_cbf(int argc, char **argv);

@@ -988,6 +988,12 @@ static const char *const variant_names[N_VARIANTS + 1] = {"bloom-standard",
                                                           NULL};
 
 int bk_cli_compare(int argc, char **argv) {
+  /* --window: the sliding-window workload, its own options (compare_window.c)
+   */
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--window") == 0 ||
+        strncmp(argv[i], "--window=", 9) == 0)
+      return bk__cli_compare_window(argc, argv);
   workload w = {0};
   uint64_t lookups = 0;
   unsigned key_len = DEFAULT_KEY_LEN;
@@ -1051,7 +1057,9 @@ int bk_cli_compare(int argc, char **argv) {
       .epilog =
           "fn counts added keys reported absent: 0 for every correct "
           "filter.\n[b]: the batch API, 256 keys a call. '-': the "
-          "structure has no such operation.\n",
+          "structure has no such operation.\nWith --window N: the "
+          "forgetful filters on a sliding window of N ids (its\noptions: "
+          "bloomkit compare --window N --help).\n",
       .opts = opts,
       .n_opts = sizeof opts / sizeof opts[0],
   };

@@ -91,4 +91,15 @@ static inline __attribute__((always_inline)) bk_hash bk__hash_fast(
   return bk__hash(alg, seed, key, len);
 }
 
+/* A key's digest under the argument rules every structure's key calls
+ * share: a NULL key only with length 0, a Murmur3 key of at most 2^31 - 1
+ * bytes (BK_EINVAL otherwise). */
+static inline __attribute__((always_inline)) bk_status bk__hash_key(
+    bk_hash_alg alg, uint64_t seed, const void *key, size_t len, bk_hash *out) {
+  if ((!key && len) || (alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX))
+    return BK_EINVAL;
+  *out = bk__hash_fast(alg, seed, key, len);
+  return BK_OK;
+}
+
 #endif

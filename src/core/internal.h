@@ -154,6 +154,7 @@ enum {
   BK__TYPE_BLOOMCLOCK = 10,
   BK__TYPE_VCLOCK = 11,
   BK__TYPE_KBF = 12,
+  BK__TYPE_APBF = 13,
 };
 
 /* Writes the 24-byte prefix. */

@@ -59,4 +59,34 @@ static inline void bk__spin_unlock(uint32_t *l) {
   __atomic_store_n(l, 0u, __ATOMIC_RELEASE);
 }
 
+/* Sequence locks, the FBF's and the APBF's key locks: even while free, odd
+ * while held, +1 at each acquire and release. A shift or refresh that sees
+ * a lock held waits only until its value changes (that holder's release,
+ * bk__seq_wait_release), never for the lock to be free, so a stream of
+ * inserts cannot starve it. The acquire is one locked instruction
+ * (seq_cst), the release a plain store. */
+static inline uint32_t bk__seq_lock(uint32_t *l) {
+  for (unsigned spins = 0;;) {
+    uint32_t v = __atomic_load_n(l, __ATOMIC_RELAXED);
+    if (!(v & 1u) &&
+        __atomic_compare_exchange_n(l, &v, v + 1u, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_RELAXED))
+      return v + 1u;
+    bk__backoff(&spins);
+  }
+}
+
+static inline void bk__seq_unlock(uint32_t *l, uint32_t held) {
+  __atomic_store_n(l, held + 1u, __ATOMIC_RELEASE);
+}
+
+/* A grace period's step: if lock l is held now (seq_cst, after the caller
+ * published a new state seq_cst), wait for that holder's release. */
+static inline void bk__seq_wait_release(uint32_t *l) {
+  uint32_t v = __atomic_load_n(l, __ATOMIC_SEQ_CST);
+  if (!(v & 1u)) return;
+  for (unsigned spins = 0; __atomic_load_n(l, __ATOMIC_ACQUIRE) == v;)
+    bk__backoff(&spins);
+}
+
 #endif

@@ -319,26 +319,6 @@ static inline void set_lane_bits(bk_fbf *f, uint64_t lane, unsigned future,
     __atomic_fetch_or(&f->words[wp], mp, __ATOMIC_RELAXED);
 }
 
-/* Key locks are sequence locks: even while free, odd while held, +1 at
- * each acquire and release. A refresh that sees a lock held waits only
- * until its value changes (that holder's release), never for the lock to
- * be free, so a stream of inserts cannot starve it. The acquire is one
- * locked instruction (seq_cst), the release a plain store. */
-static inline uint32_t key_lock(uint32_t *l) {
-  for (unsigned spins = 0;;) {
-    uint32_t v = __atomic_load_n(l, __ATOMIC_RELAXED);
-    if (!(v & 1u) &&
-        __atomic_compare_exchange_n(l, &v, v + 1u, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_RELAXED))
-      return v + 1u;
-    bk__backoff(&spins);
-  }
-}
-
-static inline void key_unlock(uint32_t *l, uint32_t held) {
-  __atomic_store_n(l, held + 1u, __ATOMIC_RELEASE);
-}
-
 /* Put the key into the future and present filters of the current state;
  * the caller holds key lock `li`. The lock is the insert's registration
  * with refreshes: it was taken (seq_cst) before the state is read here
@@ -376,11 +356,8 @@ static void insert_locked(bk_fbf *f, unsigned li, const uint64_t *lanes) {
 
 static inline bk_status hash_key(const bk_fbf *f, const void *key, size_t len,
                                  bk_hash *out) {
-  BK_RETURN_IF(!f || (!key && len), BK_EINVAL);
-  BK_RETURN_IF(f->hash_alg == BK_HASH_MURMUR3 && len > (size_t)INT32_MAX,
-               BK_EINVAL);
-  *out = bk__hash_fast(f->hash_alg, f->seed, key, len);
-  return BK_OK;
+  BK_RETURN_IF(!f, BK_EINVAL);
+  return bk__hash_key(f->hash_alg, f->seed, key, len, out);
 }
 
 bk_status bk_fbf_hash(const bk_fbf *f, const void *key, size_t len,
@@ -414,6 +391,55 @@ bk_status bk_fbf_contains(const bk_fbf *f, const void *key, size_t len,
   return BK_OK;
 }
 
+/* The check as of a later time: only the current filters logical 0 ..
+ * survivors - 1 remain, behind new empty ones, so the rule is the pairs
+ * among them and the last one alone (with a new empty future in front,
+ * the current future is checked in its pair with the current present);
+ * SIMPLE: any of them. */
+static bool check_survivors(const bk_fbf *f, const uint64_t *lanes, uint64_t st,
+                            unsigned survivors, bk_fbf_check check) {
+  if (!survivors) return false;
+  unsigned head = BK__ST_HEAD(st), w = f->width;
+  uint64_t single = check == BK_FBF_CHECK_SIMPLE
+                        ? width_mask(survivors)
+                        : (uint64_t)1 << (survivors - 1);
+  uint64_t pairs = check == BK_FBF_CHECK_SIMPLE ? 0 : width_mask(survivors - 1);
+  rule r = {to_physical(single, head, w), to_physical(pairs, head, w), w - 1};
+  return probe_lanes(f, lanes, st, &r) != 0;
+}
+
+bk_status bk_fbf_contains_at_hash(const bk_fbf *f, bk_hash h, uint64_t now,
+                                  bool *out) {
+  BK_RETURN_IF(!f || !out, BK_EINVAL);
+  uint64_t lanes[BK_K_MAX];
+  key_lanes(f, h, lanes, false);
+  /* No refresh due by `now` (nor, then, any adaptation tick that could
+   * matter here): the current answer. Read without the mutex; a refresh
+   * racing with it only makes the answer as of a later time. */
+  if (now < __atomic_load_n(&f->next_refresh, __ATOMIC_RELAXED)) {
+    *out = check_lanes(f, lanes, f->check);
+    return BK_OK;
+  }
+  bk_fbf *mf = (bk_fbf *)f; /* the mutex only: nothing is modified */
+  pthread_mutex_lock(&mf->mu);
+  bool moved;
+  unsigned survivors = bk__fbf_survivors_at(f, now, &moved);
+  /* Under the mutex no refresh runs, so the state is stable and swept. */
+  uint64_t st = __atomic_load_n(&f->state, __ATOMIC_ACQUIRE);
+  *out = moved ? check_survivors(f, lanes, st, survivors, f->check)
+               : check_lanes(f, lanes, f->check);
+  pthread_mutex_unlock(&mf->mu);
+  return BK_OK;
+}
+
+bk_status bk_fbf_contains_at(const bk_fbf *f, const void *key, size_t len,
+                             uint64_t now, bool *out) {
+  bk_hash h;
+  BK_RETURN_IF(!out, BK_EINVAL);
+  BK_TRY(hash_key(f, key, len, &h));
+  return bk_fbf_contains_at_hash(f, h, now, out);
+}
+
 /* Algorithm 1: only an element the check does not find is inserted. */
 /* Is the key in both the future and the present filter? Then an add would
  * set no bit, and those two keep it for the whole window: they move down
@@ -433,9 +459,9 @@ static inline void insert_checked(bk_fbf *f, bk_hash h, const uint64_t *lanes) {
   if (!in_future_and_present(f, lanes)) {
     unsigned li = bk__key_lock_index(h);
     uint32_t *lock = bk__fbf_lock(f, li);
-    uint32_t held = key_lock(lock);
+    uint32_t held = bk__seq_lock(lock);
     insert_locked(f, li, lanes);
-    key_unlock(lock, held);
+    bk__seq_unlock(lock, held);
   }
 }
 
@@ -445,10 +471,10 @@ static inline bool add_if_absent_lanes(bk_fbf *f, bk_hash h,
                                        const uint64_t *lanes) {
   unsigned li = bk__key_lock_index(h);
   uint32_t *lock = bk__fbf_lock(f, li);
-  uint32_t held = key_lock(lock);
+  uint32_t held = bk__seq_lock(lock);
   bool absent = !check_lanes(f, lanes, f->check);
   if (absent) insert_locked(f, li, lanes);
-  key_unlock(lock, held);
+  bk__seq_unlock(lock, held);
   return absent;
 }
 
@@ -581,13 +607,8 @@ void bk__fbf_publish_and_sweep(bk_fbf *f, uint64_t next, uint64_t dropped) {
    * its key lock; each lock seen held is waited on until that holder
    * releases it, before this refresh sweeps. (Inserts under older states
    * finished before the previous refresh got here.) */
-  for (unsigned i = 0; i < BK__FBF_LOCKS; i++) {
-    uint32_t *l = bk__fbf_lock(f, i);
-    uint32_t v = __atomic_load_n(l, __ATOMIC_SEQ_CST);
-    if (!(v & 1u)) continue;
-    for (unsigned spins = 0; __atomic_load_n(l, __ATOMIC_ACQUIRE) == v;)
-      bk__backoff(&spins);
-  }
+  for (unsigned i = 0; i < BK__FBF_LOCKS; i++)
+    bk__seq_wait_release(bk__fbf_lock(f, i));
   /* Release: an inserter's sweep that reads this (acquire) sees those
    * inserts finished and may clear words with plain stores. */
   __atomic_store_n(&f->grace_gen, BK__ST_GEN(next), __ATOMIC_RELEASE);

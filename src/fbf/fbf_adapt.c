@@ -196,7 +196,8 @@ static void set_goal(bk_fbf *f, unsigned n_filters, uint64_t period,
                         : 0;
     f->refresh_period = period;
     uint64_t next = bk__sat_add(last, period);
-    f->next_refresh = next > at ? next : at;
+    /* atomic: bk_fbf_contains_at reads it without the mutex */
+    __atomic_store_n(&f->next_refresh, next > at ? next : at, __ATOMIC_RELAXED);
   }
 }
 

@@ -201,6 +201,12 @@ void bk__fbf_publish_and_sweep(bk_fbf *f, uint64_t next, uint64_t dropped);
  * (BK_EINVAL when `now` is in the past). Caller holds mu. */
 bk_status bk__fbf_advance_locked(bk_fbf *f, uint64_t now);
 
+/* fbf_refresh.c: how many of the current filters (logical 0 ..
+ * survivors - 1) would be left after bk_fbf_advance(f, now), without
+ * changing anything; *moved: whether any refresh is due by `now`. Caller
+ * holds mu. */
+unsigned bk__fbf_survivors_at(const bk_fbf *f, uint64_t now, bool *moved);
+
 /* fbf_adapt.c: the false positive estimate over the filters of state `st`;
  * `shared_aware` false gives the thesis' Eq. 4.3 exactly. */
 double bk__fbf_estimate(const bk_fbf *f, uint64_t st, bk_fbf_check check,

@@ -102,6 +102,12 @@ static uint64_t idle_until(const bk_fbf *f, uint64_t now) {
   return droppable_at - 1 < now ? droppable_at - 1 : now;
 }
 
+/* The schedule's next refresh; atomic, because bk_fbf_contains_at reads it
+ * without the mutex (its fast path: no refresh due by `now`). */
+static void set_next_refresh(bk_fbf *f, uint64_t t) {
+  __atomic_store_n(&f->next_refresh, t, __ATOMIC_RELAXED);
+}
+
 /* ---- advance --------------------------------------------------------------
  *
  * Events (refreshes every t, adaptation ticks every interval) are replayed
@@ -137,7 +143,7 @@ bk_status bk__fbf_advance_locked(bk_fbf *f, uint64_t now) {
     uint64_t at = f->next_refresh;
     bool done = refresh(f, at);
     if (!done) f->deferred++;
-    f->next_refresh = bk__sat_add(at, f->refresh_period);
+    set_next_refresh(f, bk__sat_add(at, f->refresh_period));
     /* No refresh is ever due again ("never"), but ticks due by `now` may
      * be: the loop applies them (with next_refresh at never, in one run). */
     if (f->next_refresh > now || f->next_refresh == UINT64_MAX) continue;
@@ -152,19 +158,76 @@ bk_status bk__fbf_advance_locked(bk_fbf *f, uint64_t now) {
       uint64_t idle = idle_until(f, limit);
       if (idle < f->next_refresh) continue;
       skip = (idle - f->next_refresh) / f->refresh_period + 1;
-      f->next_refresh =
-          bk__sat_add_mul(f->next_refresh, skip, f->refresh_period);
+      set_next_refresh(
+          f, bk__sat_add_mul(f->next_refresh, skip, f->refresh_period));
       f->deferred += skip;
     } else if (BK__ST_COUNT(st) == f->target_count && all_empty(f) &&
                skip > f->width) {
       /* A long idle gap: refreshes of empty filters change nothing but
        * the clock; W of them bring head back where it was. */
       skip -= skip % f->width;
-      f->next_refresh += skip * f->refresh_period;
+      set_next_refresh(f, f->next_refresh + skip * f->refresh_period);
       f->refreshes += skip;
     }
   }
   return BK_OK;
+}
+
+/* ---- reads as of a time ---------------------------------------------------
+ *
+ * What advance(now) would leave of the current filters, without doing it:
+ * the refreshes due by `now` replayed on a model of the list (empty new
+ * filters in front, the current filters behind, the oldest dropped as
+ * refresh() would: when every slot is in use, or while over the goal, and
+ * only when droppable()). A deferred refresh skips to the first scheduled
+ * time the oldest may go. Not modelled: Algorithm 3's ticks (an adaptive
+ * FBF keeps its current period and goal here) and the drops under
+ * pressure: advance may then keep more (a grow) or forget sooner (a
+ * shorter period, pressure), never past min_window. Each
+ * replayed refresh adds an empty filter or drops a current one, so the
+ * loop ends within about 2 W refreshes of the last current filter. */
+unsigned bk__fbf_survivors_at(const bk_fbf *f, uint64_t now, bool *moved) {
+  uint64_t st = __atomic_load_n(&f->state, __ATOMIC_RELAXED);
+  unsigned head = BK__ST_HEAD(st), survivors = BK__ST_COUNT(st), fresh = 0;
+  uint64_t time = f->next_refresh, period = f->refresh_period;
+  /* when the current future becomes the present (the first refresh) */
+  uint64_t future_present = 0;
+  *moved = false;
+  while (survivors && time <= now && time != UINT64_MAX) {
+    *moved = true;
+    unsigned total = fresh + survivors;
+    unsigned oldest = bk__fbf_slot_at(f, head, survivors - 1);
+    uint64_t became =
+        survivors == 1 && fresh ? future_present : f->became_present[oldest];
+    /* the window first: a count is a sum over the key locks */
+    bool drop_ok = (time >= became && time - became >= f->min_window) ||
+                   !bk__fbf_count(f, oldest);
+    if (total == f->width) {
+      if (!drop_ok) {
+        /* deferred until the oldest may go */
+        uint64_t at = bk__sat_add(became, f->min_window), skip = 1;
+        if (at > time) skip = (at - time + period - 1) / period;
+        time = bk__sat_add_mul(time, skip, period);
+        continue;
+      }
+      survivors--;
+      total--;
+    }
+    if (!fresh) future_present = time;
+    fresh++;
+    total++;
+    while (survivors && total > f->target_count && total > 3) {
+      oldest = bk__fbf_slot_at(f, head, survivors - 1);
+      became = survivors == 1 ? future_present : f->became_present[oldest];
+      if (!(time >= became && time - became >= f->min_window) &&
+          bk__fbf_count(f, oldest))
+        break;
+      survivors--;
+      total--;
+    }
+    time = bk__sat_add(time, period);
+  }
+  return survivors;
 }
 
 bk_status bk_fbf_advance(bk_fbf *f, uint64_t now) {

@@ -24,8 +24,12 @@
  * Time as for IDEM (idem.c): a write reads the master's clock, advances
  * the filter and replicates itself as FBF.ADDAT with that time. Reads do
  * not advance the filter (a replica must never move its filter by its own
- * clock): they answer as of the last write, so an item may be reported
- * present longer than window + t when no write came since.
+ * clock), but answer as of the server's clock (bk_fbf_contains_at: what
+ * the filter would answer once advanced there), on master and replica
+ * alike, as Redis answers a read of a key whose TTL has passed as missing
+ * before the master's DEL arrives: an item is never reported past
+ * window + t because no write came since. A key on a clock of its own
+ * (WALL_CLOCK_FROM) answers as of its latest write.
  *
  * What every type shares (RDB, AOF, FBF.RESERVE, FBF.LOAD, first use) is
  * in type.c, driven by fbf_desc at the end of this file.
@@ -39,6 +43,12 @@
 #include "bloomkit/fbf.h"
 #include "bloomkit/hash.h"
 #include "bloomkit/params.h"
+
+/* A key's clock at or past this (2^40 ms: November 2004 as wall time) is
+ * the wall clock, which reads go by; below it, a clock of the caller's own
+ * (FBF.ADDAT / AT times counted from 0, as a simulation or a replay
+ * drives a key), which the server's clock has nothing to say about. */
+#define WALL_CLOCK_FROM ((uint64_t)1 << 40)
 
 /* (N + 1) refresh periods make one window. */
 #define FBF_PERIODS 6u
@@ -268,10 +278,17 @@ static bool maybe_grow(fbf_key *key, uint64_t now) {
   return true;
 }
 
-static bool key_contains(const fbf_key *key, const char *item, size_t len) {
+/* As of `now` (not before the key's clock), changing nothing: each stage
+ * as it would be advanced there, and the retired stages fbf_advance would
+ * drop by then left out. */
+static bool key_contains_at(const fbf_key *key, const char *item, size_t len,
+                            uint64_t now) {
   for (unsigned i = key->n_stages; i-- > 0;) {
+    if (i + 1 < key->n_stages && now - key->stage[i].retired_at >= key->window)
+      break; /* this stage and the older ones are gone by now */
     bool found = false;
-    if (bk_fbf_contains(key->stage[i].filter, item, len, &found) == BK_OK &&
+    if (bk_fbf_contains_at(key->stage[i].filter, item, len, now, &found) ==
+            BK_OK &&
         found)
       return true;
   }
@@ -368,12 +385,16 @@ static int exists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc,
   if (!bk_rm_open(ctx, &fbf_desc, argv[1], REDISMODULE_READ, NULL, (void **)&v))
     return REDISMODULE_OK;
   if (multi) RedisModule_ReplyWithArray(ctx, argc - 2);
+  /* Reads as of this server's clock (a replica's own), for a key on the
+   * wall clock; a key on a clock of its own answers as of its last write. */
+  uint64_t now = v ? v->now : 0;
+  if (v && v->now >= WALL_CLOCK_FROM) now = bk_rm_clock(v->now);
   for (int i = 2; i < argc; i++) {
     bool found = false;
     if (v) {
       size_t len;
       const char *item = RedisModule_StringPtrLen(argv[i], &len);
-      found = key_contains(v->obj, item, len);
+      found = key_contains_at(v->obj, item, len, now);
     }
     RedisModule_ReplyWithLongLong(ctx, found);
   }

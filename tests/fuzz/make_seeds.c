@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bloomkit/apbf.h"
 #include "bloomkit/bits.h"
 #include "bloomkit/bloom.h"
 #include "bloomkit/bloomclock.h"
@@ -221,6 +222,46 @@ static void seeds_rbf(void) {
     }
     emit(&bk_test_codec_rbf, r, "rbf", names[i]);
     bk_rbf_destroy(r);
+  }
+}
+
+static void seeds_apbf(void) {
+  const struct {
+    const char *name;
+    bk_apbf_config cfg;
+    unsigned keys, step; /* inserts, clock step per insert (time-based) */
+  } shapes[] = {
+      {"count-empty", {.k = 4, .l = 3, .generation = 30, .m_bits = 200}, 0, 0},
+      {"count-shifted",
+       {.k = 4, .l = 3, .generation = 30, .m_bits = 200, .seed = 7},
+       100,
+       0},
+      {"count-full-gen", {.k = 2, .l = 5, .generation = 8}, 16, 0},
+      {"time-murmur",
+       {.k = 3,
+        .l = 4,
+        .capacity = 60,
+        .window = 100,
+        .start_time = 1000,
+        .hash_alg = BK_HASH_MURMUR3,
+        .seed = 3},
+       90,
+       2},
+      {"time-jumped", {.k = 5, .l = 2, .generation = 20, .window = 10}, 40, 7},
+  };
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    bk_apbf *f;
+    OK(bk_apbf_create(&f, &shapes[i].cfg));
+    for (unsigned j = 0; j < shapes[i].keys; j++) {
+      unsigned char key[8];
+      key_of(j, key);
+      if (shapes[i].step)
+        OK(bk_apbf_advance(
+            f, shapes[i].cfg.start_time + (uint64_t)j * shapes[i].step));
+      OK(bk_apbf_add(f, key, sizeof key));
+    }
+    emit(&bk_test_codec_apbf, f, "apbf", shapes[i].name);
+    bk_apbf_destroy(f);
   }
 }
 
@@ -458,6 +499,7 @@ int main(int argc, char **argv) {
   seeds_bloom();
   seeds_fbf();
   seeds_rbf();
+  seeds_apbf();
   seeds_idem();
   seeds_cbf();
   seeds_scbf();

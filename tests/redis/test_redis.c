@@ -250,6 +250,42 @@ static void fbf_adaptive_at_capacity(redisContext *c) {
   RH_CHECK(at_triple > 7, "at 3x capacity: %lld filters, no growth", at_triple);
 }
 
+/* Reads as of now (docs/redis.md, FBF.EXISTS): a key on the server's
+ * clock, an item added, then more than its longest window (350 ms for 300)
+ * with no write: FBF.EXISTS and FBF.MEXISTS read 0 on the master (`c`)
+ * and on its replica (`rc`, when given, synced before the wait), and the
+ * reads change nothing (the key's clock and inserts stay). A key on a
+ * clock of its own (FBF.ADDAT times below 2^40 ms) keeps answering as of
+ * its latest write (the FBF.ADDAT tests above). */
+static void fbf_reads_as_of_now(redisContext *c, redisContext *rc) {
+  freeReplyObject(rh_cmd(c, "FBF.RESERVE fnow 100 300"));
+  freeReplyObject(rh_cmd(c, "FBF.ADD fnow old"));
+  long long clock = info_field(c, "FBF.INFO", "fnow", "now_ms");
+  long long inserts =
+      info_field(c, "FBF.INFO", "fnow", "inserts_per_filter_sum");
+  if (rc) {
+    RH_CHECK(rh_int(c, "WAIT 1 20000") == 1, "WAIT for fnow");
+    RH_CHECK(rh_int(rc, "FBF.EXISTS fnow old") == 1, "replica: fnow old now");
+  }
+  RH_CHECK(rh_int(c, "FBF.EXISTS fnow old") == 1, "fnow old, just added");
+  rh_sleep_ms(800);
+  redisContext *nodes[2] = {c, rc};
+  for (int i = 0; i < 2 && nodes[i]; i++) {
+    const char *who = i ? "replica" : "master";
+    RH_CHECK(rh_int(nodes[i], "FBF.EXISTS fnow old") == 0,
+             "%s: an item older than its window reads 0", who);
+    redisReply *r = rh_cmd(nodes[i], "FBF.MEXISTS fnow old old");
+    RH_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                 r->element[0]->integer == 0 && r->element[1]->integer == 0,
+             "%s: MEXISTS as of now", who);
+    freeReplyObject(r);
+    RH_CHECK(info_field(nodes[i], "FBF.INFO", "fnow", "now_ms") == clock &&
+                 info_field(nodes[i], "FBF.INFO", "fnow",
+                            "inserts_per_filter_sum") == inserts,
+             "%s: the reads changed nothing", who);
+  }
+}
+
 /* Pipeline `FBF.ADDAT key at <prefix><i>` for i in [from, to). */
 static void fbf_add_many(redisContext *c, const char *key, long long at,
                          const char *prefix, int from, int to) {
@@ -633,6 +669,7 @@ static void single_commands(redisContext *c) {
   fbf_whole_filter_rate(c);
   fbf_adaptive_at_capacity(c);
   fbf_first_use_grows(c);
+  fbf_reads_as_of_now(c, NULL);
 
   /* CBF: counts, removes, errors. */
   r = rh_cmd(c, "CBF.ADD c0 a b a");
@@ -1365,6 +1402,7 @@ static int scenario_replica(void) {
                info_field(rc, "IDEM.INFO", "{r}tf", "now_ms") == future + 10 &&
                info_field(rc, "IDEM.INFO", "{r}tw", "below_window") == 1,
            "the replica's clock or windows differ");
+  fbf_reads_as_of_now(mc, rc);
 
   /* Promote the replica; the master is gone. */
   rh_kill(master, SIGKILL);
