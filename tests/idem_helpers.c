@@ -12,9 +12,9 @@
 
 char idem_sentinel_storage;
 
-const bk_idem_strategy ALL_STRATEGIES[6] = {
-    BK_IDEM_HYBRID,       BK_IDEM_WINDOW, BK_IDEM_FBF,
-    BK_IDEM_FBF_ADAPTIVE, BK_IDEM_RBF,    BK_IDEM_NONE};
+const bk_idem_strategy ALL_STRATEGIES[7] = {
+    BK_IDEM_HYBRID, BK_IDEM_WINDOW, BK_IDEM_FBF, BK_IDEM_FBF_ADAPTIVE,
+    BK_IDEM_APBF,   BK_IDEM_RBF,    BK_IDEM_NONE};
 const bk_idem_strategy FILTERING[3] = {BK_IDEM_FBF, BK_IDEM_FBF_ADAPTIVE,
                                        BK_IDEM_RBF};
 
@@ -36,6 +36,8 @@ const char *strat_name(bk_idem_strategy s) {
       return "HYBRID";
     case BK_IDEM_WINDOW:
       return "WINDOW";
+    case BK_IDEM_APBF:
+      return "APBF";
   }
   return "?";
 }

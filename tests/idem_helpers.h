@@ -66,7 +66,7 @@ uint64_t idem_test_seed(uint64_t salt);
 extern char idem_sentinel_storage;
 #define SENTINEL ((bk_idem *)(void *)&idem_sentinel_storage)
 
-extern const bk_idem_strategy ALL_STRATEGIES[6];
+extern const bk_idem_strategy ALL_STRATEGIES[7];
 extern const bk_idem_strategy FILTERING[3]; /* those with a filter */
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 const char *strat_name(bk_idem_strategy s);

@@ -158,8 +158,8 @@ static void test_concurrent_same_stream(void **state) {
   }
   /* Every strategy that finds duplicates. */
   const bk_idem_strategy deduping[] = {BK_IDEM_HYBRID, BK_IDEM_WINDOW,
-                                       BK_IDEM_FBF, BK_IDEM_FBF_ADAPTIVE,
-                                       BK_IDEM_RBF};
+                                       BK_IDEM_FBF,    BK_IDEM_FBF_ADAPTIVE,
+                                       BK_IDEM_APBF,   BK_IDEM_RBF};
   for (size_t si = 0; si < COUNT(deduping); si++) {
     bk_idem_strategy strat = deduping[si];
     for (int mode = RACE_SAME_STREAM; mode <= RACE_SAME_IDS_TWO_KEYS; mode++) {

@@ -104,7 +104,11 @@ static void test_bad_config(void **state) {
     edit;                       \
     expect_create_ok(&c, desc); \
   } while (0)
-  BAD("strategy 6", c.strategy = (bk_idem_strategy)6);
+  BAD("strategy 7", c.strategy = (bk_idem_strategy)7);
+  BAD("APBF sized by m_bits",
+      (c.strategy = BK_IDEM_APBF, c.m_bits = 4096, c.k = 4));
+  BAD("APBF, retry_timeout 0",
+      (c.strategy = BK_IDEM_APBF, c.retry_timeout = 0));
   BAD("window 100", c.window = 100);
   BAD("window 32", (c.strategy = BK_IDEM_WINDOW, c.window = 32));
   BAD("window 8192", c.window = 8192);

@@ -264,6 +264,11 @@ static bk_idem *small_table(bk_idem_strategy strat, size_t n_keys,
                         .k = 3,
                         .max_key_len = 40,
                         .seed = seed};
+  if (strat == BK_IDEM_APBF) { /* sized by ops and fpp only */
+    cfg.m_bits = 0;
+    cfg.k = 0;
+    cfg.ops_per_period = 4;
+  }
   bk_idem *t = idem_make(&cfg);
   for (size_t i = 0; i < n_keys; i++) {
     unsigned char kb[KEY_BUF];
@@ -502,7 +507,9 @@ static void test_deserialize_crafted(void **state) {
          bk_test_reseal(p + IDEM_HLEN, P.flen)));
 
   /* Header fields. */
-  EDIT("strategy 6", BK_ECORRUPT, OFF_STRATEGY, 1, 6);
+  EDIT("strategy 7", BK_ECORRUPT, OFF_STRATEGY, 1, 7);
+  EDIT("strategy APBF with an FBF blob", BK_ECORRUPT, OFF_STRATEGY, 1,
+       BK_IDEM_APBF);
   EDIT("strategy WINDOW with a filter blob", BK_ECORRUPT, OFF_STRATEGY, 1,
        BK_IDEM_WINDOW);
   EDIT("timeout 0", BK_ECORRUPT, OFF_TIMEOUT, 8, 0);

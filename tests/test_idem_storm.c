@@ -347,13 +347,15 @@ static result run(bk_idem_strategy strategy, bool lagging, uint64_t ops) {
   print_message(
       "  %-12s %s: %llu ops, %llu deliveries, %llu applied, 0 re-applied, "
       "dropped %llu in order / %llu lagging, %llu refused (TOO_OLD), %llu "
-      "below a window, %llu slid to the FBF, fpp est %.2g\n",
+      "below a window, %llu slid to the FBF, fpp est %.2g, filter %zu "
+      "bytes\n",
       strat_name(strategy), lagging ? "5% lagging" : "in order",
       (unsigned long long)ops, (unsigned long long)atomic_load(&s->sent),
       (unsigned long long)r.applied, (unsigned long long)r.dropped_in_order,
       (unsigned long long)r.dropped_lagging, (unsigned long long)r.refused,
       (unsigned long long)r.info.below_window,
-      (unsigned long long)r.info.slid_to_filter, r.info.fpp);
+      (unsigned long long)r.info.slid_to_filter, r.info.fpp,
+      r.info.filter_memory);
   pthread_barrier_destroy(&s->bar);
   bk_idem_destroy(t);
   free(s->snapshot);
@@ -374,10 +376,12 @@ static uint64_t storm_ops(void) {
 static void test_storm_in_order(void **state) {
   (void)state;
   const uint64_t ops = storm_ops();
-  const bk_idem_strategy ss[] = {BK_IDEM_HYBRID, BK_IDEM_WINDOW, BK_IDEM_FBF};
+  const bk_idem_strategy ss[] = {BK_IDEM_HYBRID, BK_IDEM_WINDOW, BK_IDEM_FBF,
+                                 BK_IDEM_APBF};
   for (size_t i = 0; i < COUNT(ss); i++) {
     result r = run(ss[i], false, ops);
-    if (ss[i] != BK_IDEM_FBF) { /* exact for in-order clients */
+    if (ss[i] == BK_IDEM_HYBRID || ss[i] == BK_IDEM_WINDOW) {
+      /* exact for in-order clients */
       assert_int_equal(r.dropped_in_order, 0);
       assert_int_equal(r.refused, 0);
       assert_int_equal(r.info.below_window, 0);
@@ -388,10 +392,11 @@ static void test_storm_in_order(void **state) {
 static void test_storm_lagging(void **state) {
   (void)state;
   const uint64_t ops = storm_ops();
-  const bk_idem_strategy ss[] = {BK_IDEM_HYBRID, BK_IDEM_WINDOW, BK_IDEM_FBF};
+  const bk_idem_strategy ss[] = {BK_IDEM_HYBRID, BK_IDEM_WINDOW, BK_IDEM_FBF,
+                                 BK_IDEM_APBF};
   for (size_t i = 0; i < COUNT(ss); i++) {
     result r = run(ss[i], true, ops);
-    if (ss[i] == BK_IDEM_FBF) continue;
+    if (ss[i] == BK_IDEM_FBF || ss[i] == BK_IDEM_APBF) continue;
     assert_int_equal(r.dropped_in_order, 0);
     assert_true(r.info.below_window > 0);
     if (ss[i] == BK_IDEM_WINDOW) {

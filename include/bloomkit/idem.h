@@ -13,6 +13,8 @@
  *   BK_IDEM_FBF           an FBF of op ids with fixed N and t (thesis ch. 5)
  *   BK_IDEM_FBF_ADAPTIVE  an FBF resized by Algorithm 3 to keep target_fpp
  *   BK_IDEM_RBF           one Bloom filter, cleared when full (Sec. 6.4.4)
+ *   BK_IDEM_APBF          a time-based Age-Partitioned Bloom Filter of op
+ *                         ids (apbf.h) keeping each the retry timeout
  *   BK_IDEM_NONE          vanilla counters: every retry counts again
  *
  * Client windows (WINDOW, HYBRID): per client, the highest seq applied and
@@ -35,8 +37,8 @@
  * valid, 0 and UINT64_MAX included; a seq far above the highest costs no
  * more than one of W above it.
  *
- * The FBF strategies (and HYBRID's ops below the window) keep op ids at
- * least the retry timeout; a retry that arrives later may be applied
+ * The FBF and APBF strategies (and HYBRID's ops below the window) keep op
+ * ids at least the retry timeout; a retry that arrives later may be applied
  * again, and a genuine update may, with the filter's false positive
  * probability, be taken for a duplicate and dropped.
  *
@@ -71,6 +73,7 @@ typedef enum bk_idem_strategy {
   BK_IDEM_FBF_ADAPTIVE = 3,
   BK_IDEM_FBF = 4,
   BK_IDEM_WINDOW = 5,
+  BK_IDEM_APBF = 6, /**< sized from ops_per_period (N + 1) and fpp */
 } bk_idem_strategy;
 
 /** Default client window (seqs); limits of `window`. */

@@ -455,7 +455,7 @@ bk_status bk_apbf_advance(bk_apbf *f, uint64_t now) {
   if (now < f->now) {
     s = BK_EINVAL;
   } else {
-    f->now = now;
+    __atomic_store_n(&f->now, now, __ATOMIC_RELEASE); /* idem reads it */
     if (f->period) {
       uint64_t due = bk__apbf_due(f, now);
       if (due > f->shifts) shift(f, due - f->shifts);

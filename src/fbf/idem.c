@@ -21,6 +21,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "apbf_internal.h"
+#include "bloomkit/apbf.h"
 #include "bloomkit/bloom.h"
 #include "bloomkit/fbf.h"
 #include "bloomkit/params.h"
@@ -92,6 +94,7 @@ void bk_idem_destroy(bk_idem *t) {
   bk__region_free(&t->alloc, &t->stripe_region);
   bk_fbf_destroy(t->fbf);
   bk_rbf_destroy(t->rbf);
+  bk_apbf_destroy(t->apbf);
   if (t->windowed) bk__win_free(&t->win);
   if (t->lazy_fbf) pthread_mutex_destroy(&t->fbf_mu);
   bk__alloc al = t->alloc;
@@ -148,7 +151,7 @@ bk_status bk__idem_need_fbf(bk_idem *t, bk_fbf **out) {
 
 bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
   BK_RETURN_IF(!out || !cfg, BK_EINVAL);
-  BK_RETURN_IF((unsigned)cfg->strategy > BK_IDEM_WINDOW, BK_EINVAL);
+  BK_RETURN_IF((unsigned)cfg->strategy > BK_IDEM_APBF, BK_EINVAL);
   BK_RETURN_IF(!bk__win_size_ok(cfg->window), BK_EINVAL);
   BK_RETURN_IF(!bk__hash_alg_valid(cfg->hash_alg, cfg->seed), BK_EINVAL);
   BK_RETURN_IF(cfg->max_key_len > BK_IDEM_KEY_MAX, BK_EINVAL);
@@ -250,6 +253,23 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
     }
   } else if (s == BK_OK && cfg->strategy == BK_IDEM_WINDOW) {
     s = bk__idem_init_windows(t, cfg->window, NULL);
+  } else if (s == BK_OK && cfg->strategy == BK_IDEM_APBF) {
+    /* Time-based, its window the timeout (each op id kept at least that
+     * long), sized for the ops of a window: N + 1 periods' worth. */
+    uint64_t per_window = 0;
+    if (cfg->m_bits ||
+        __builtin_mul_overflow(ops, (uint64_t)(n_past + 1), &per_window))
+      s = BK_EINVAL; /* sized by capacity and fpp only */
+    if (s == BK_OK) {
+      bk_apbf_config ac = {.capacity = per_window,
+                           .fpp = fpp,
+                           .window = timeout,
+                           .start_time = cfg->start_time,
+                           .hash_alg = cfg->hash_alg,
+                           .seed = cfg->seed,
+                           .allocator = cfg->allocator};
+      s = bk_apbf_create(&t->apbf, &ac);
+    }
   }
   if (s != BK_OK) {
     bk_idem_destroy(t);
@@ -356,6 +376,11 @@ static bk_status decide(bk_idem *t, bk_idem_op_id id, bk_hash oh, bool set,
   } else if (f) {
     BK_TRY(bk_fbf_contains_hash(f, oh, &fresh));
     fresh = !fresh;
+  } else if (t->apbf && set) {
+    BK_TRY(bk_apbf_add_if_absent_hash(t->apbf, oh, &fresh));
+  } else if (t->apbf) {
+    BK_TRY(bk_apbf_contains_hash(t->apbf, oh, &fresh));
+    fresh = !fresh;
   } else if (t->rbf && set) {
     BK_TRY(bk_rbf_add_if_absent_hash(t->rbf, oh, &fresh));
   } else if (t->rbf) {
@@ -371,7 +396,7 @@ bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
   BK_TRY(check_key(t, key, len));
   bk_hash kh = key_hash(t, key, len);
   bk_hash oh = {0, 0};
-  if (t->rbf || (!t->lazy_fbf && t->fbf)) oh = op_hash(t, id);
+  if (t->rbf || t->apbf || (!t->lazy_fbf && t->fbf)) oh = op_hash(t, id);
   bk__idem_stripe *s = bk__idem_stripe_of(t, kh);
   /* Start the cache misses (the key's slot, the client's window or the
    * filter's lanes) before queueing on the lock. */
@@ -380,6 +405,8 @@ bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
     bk__win_prefetch(&t->win, id.client);
   else if (t->fbf)
     bk__fbf_prefetch(t->fbf, oh);
+  else if (t->apbf)
+    bk__apbf_prefetch(t->apbf, oh);
   pthread_mutex_lock(&s->mu);
   bk__idem_slot *e = bk__idem_find(s, kh, key, len);
   int64_t current = e ? e->value : 0, next;
@@ -481,6 +508,7 @@ bk_status bk_idem_advance(bk_idem *t, uint64_t now) {
    * nothing has changed. */
   bk_fbf *f = bk__idem_fbf(t);
   if (f) BK_TRY(bk_fbf_advance(f, now));
+  if (t->apbf) BK_TRY(bk_apbf_advance(t->apbf, now));
   while (seen < now &&
          !__atomic_compare_exchange_n(&t->now, &seen, now, true,
                                       __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
@@ -524,6 +552,12 @@ bk_status bk_idem_info_get(const bk_idem *t, bk_idem_info *out) {
     bk__fbf_summary(f, &out->n_filters, &out->refresh_period, &out->window_min,
                     &out->filter_memory);
     BK_TRY(bk_fbf_estimated_fpp(f, BK_FBF_CHECK_DEFAULT, &out->fpp));
+  } else if (t->apbf) {
+    bk_apbf_info ai;
+    BK_TRY(bk_apbf_info_get(t->apbf, &ai));
+    out->filter_memory = ai.memory;
+    out->window_min = ai.window_min;
+    BK_TRY(bk_apbf_estimated_fpp(t->apbf, &out->fpp));
   } else if (t->rbf) {
     bk_rbf_info ri;
     BK_TRY(bk_rbf_info_get(t->rbf, &ri));

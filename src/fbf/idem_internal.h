@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 
+#include "bloomkit/apbf.h"
 #include "bloomkit/fbf.h"
 #include "bloomkit/idem.h"
 #include "bloomkit/rbf.h"
@@ -77,6 +78,7 @@ struct bk_idem {
   uint64_t timeout; /* the retry timeout (0: NONE) */
   bk_fbf *fbf;      /* atomic: HYBRID makes it on first need */
   bk_rbf *rbf;
+  bk_apbf *apbf;
   uint64_t now;             /* the table's clock (atomic, never back) */
   bk__idem_stripe *stripes; /* BK__IDEM_STRIPES, in stripe_region */
   bk__region stripe_region;

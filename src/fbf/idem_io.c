@@ -15,6 +15,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "apbf_internal.h"
+#include "bloomkit/apbf.h"
 #include "bloomkit/fbf.h"
 #include "bloomkit/rbf.h"
 #include "fbf_internal.h"
@@ -49,6 +51,7 @@ static bk_status filter_size(const bk_idem *t, size_t *out) {
   bk_fbf *f = bk__idem_fbf(t);
   if (f) return bk_fbf_serialized_size(f, out);
   if (t->rbf) return bk_rbf_serialized_size(t->rbf, out);
+  if (t->apbf) return bk_apbf_serialized_size(t->apbf, out);
   return BK_OK;
 }
 
@@ -60,6 +63,10 @@ static uint64_t snapshot_now(const bk_idem *t) {
   if (f) {
     uint64_t fnow = __atomic_load_n(&f->now, __ATOMIC_ACQUIRE);
     if (fnow > now) now = fnow;
+  }
+  if (t->apbf) {
+    uint64_t anow = __atomic_load_n(&t->apbf->now, __ATOMIC_ACQUIRE);
+    if (anow > now) now = anow;
   }
   return now;
 }
@@ -145,6 +152,7 @@ static bk_status serialize_locked(const bk_idem *t, unsigned char *p,
   bk_fbf *f = bk__idem_fbf(t);
   if (f) BK_TRY(bk_fbf_serialize(f, p + header, fsize, &fw));
   if (t->rbf) BK_TRY(bk_rbf_serialize(t->rbf, p + header, fsize, &fw));
+  if (t->apbf) BK_TRY(bk_apbf_serialize(t->apbf, p + header, fsize, &fw));
   /* The clock after the filter's: a concurrent advance may have moved the
    * FBF on meanwhile, and the table's clock is never behind the FBF's. */
   now = snapshot_now(t);
@@ -214,7 +222,7 @@ static int strategy_of(uint16_t version, unsigned byte) {
                               BK_IDEM_FBF_ADAPTIVE};
     return byte < 4 ? v1[byte] : -1;
   }
-  return byte <= BK_IDEM_WINDOW ? (int)byte : -1;
+  return byte <= BK_IDEM_APBF ? (int)byte : -1;
 }
 
 /* HYBRID's FBF config from a v2 header; checked as bk_fbf_create would. */
@@ -318,8 +326,19 @@ bk_status bk_idem_deserialize(const void *buf, size_t len,
     bk_fbf *f = NULL;
     if (strategy == BK_IDEM_RBF)
       s = bk_rbf_deserialize(v.payload, (size_t)fsize, allocator, &t->rbf);
+    else if (strategy == BK_IDEM_APBF)
+      s = bk_apbf_deserialize(v.payload, (size_t)fsize, allocator, &t->apbf);
     else
       s = bk_fbf_deserialize(v.payload, (size_t)fsize, allocator, &f);
+    if (s == BK_OK && t->apbf) {
+      /* What create makes: time-based, keeping ids the timeout, its clock
+       * never ahead of the table's. */
+      bk_apbf_info ai;
+      s = bk_apbf_info_get(t->apbf, &ai);
+      if (s == BK_OK &&
+          (!ai.time_based || ai.window_min < timeout || ai.now > now))
+        s = BK_ECORRUPT;
+    }
     t->fbf = f;
     if (s == BK_EVERSION || s == BK_EINVAL) s = BK_ECORRUPT;
     if (s == BK_OK && f) {

@@ -282,6 +282,7 @@ static void seeds_idem(void) {
       {"hybrid-keys", BK_IDEM_HYBRID, 60, 0},
       {"hybrid-slid", BK_IDEM_HYBRID, 300, 64}, /* its FBF made */
       {"window-keys", BK_IDEM_WINDOW, 60, 64},
+      {"apbf-keys", BK_IDEM_APBF, 60, 0},
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     bk_idem_config cfg = {.strategy = shapes[i].strategy,
@@ -291,6 +292,11 @@ static void seeds_idem(void) {
                           .m_bits = 256,
                           .k = 3,
                           .seed = 9};
+    if (shapes[i].strategy == BK_IDEM_APBF) { /* sized by ops and fpp */
+      cfg.m_bits = 0;
+      cfg.k = 0;
+      cfg.ops_per_period = 10;
+    }
     bk_idem *t;
     OK(bk_idem_create(&t, &cfg));
     for (unsigned j = 0; j < shapes[i].ops; j++) {
