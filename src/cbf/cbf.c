@@ -410,14 +410,53 @@ static inline __attribute__((always_inline)) bool remove_sw(bk_cbf *f,
   return true;
 }
 
-static inline __attribute__((always_inline)) void add(bk_cbf *f, bk_hash h) {
-  if (f->single_writer) {
-    CBF_BY_WIDTH(f, add_sw(f, h, LW, K));
-    return;
-  }
+/* Concurrent: the positions, each line prefetched as its position is
+ * known (the block once, blocked), then a compare-and-swap per counter. */
+static inline __attribute__((always_inline)) void add_cas(bk_cbf *f, bk_hash h,
+                                                          unsigned lw,
+                                                          unsigned k) {
+  uint64_t *words = f->words;
+  const uint64_t max = f->max;
   uint64_t idx[BK_K_MAX];
-  positions(f, h, idx);
-  add_cas_at(f, idx);
+  unsigned n = 0;
+  const bool blocked = f->layout != BK_BLOOM_STANDARD;
+  CBF_POSITIONS(f, h, lw, k, c, {
+    if (!blocked || !n) __builtin_prefetch(words + ((c << lw) >> 6), 1, 3);
+    idx[n++] = c;
+  });
+  _Pragma("GCC unroll 8") for (unsigned i = 0; i < k; i++)
+      inc_cas(words, lw, max, idx[i]);
+}
+
+/* Concurrent remove: positions and prefetches as add_cas, all k read,
+ * then, when none is zero, a compare-and-swap per counter. */
+static inline __attribute__((always_inline)) bool remove_cas(bk_cbf *f,
+                                                             bk_hash h,
+                                                             unsigned lw,
+                                                             unsigned k) {
+  uint64_t *words = f->words;
+  const uint64_t max = f->max;
+  uint64_t idx[BK_K_MAX];
+  unsigned n = 0;
+  const bool blocked = f->layout != BK_BLOOM_STANDARD;
+  CBF_POSITIONS(f, h, lw, k, c, {
+    if (!blocked || !n) __builtin_prefetch(words + ((c << lw) >> 6), 1, 3);
+    idx[n++] = c;
+  });
+  bool all = true;
+  _Pragma("GCC unroll 8") for (unsigned i = 0; i < k; i++) all &=
+      get_at(words, lw, max, idx[i]) != 0;
+  if (!all) return false;
+  _Pragma("GCC unroll 8") for (unsigned i = 0; i < k; i++)
+      dec_cas(words, lw, max, idx[i]);
+  return true;
+}
+
+static inline __attribute__((always_inline)) void add(bk_cbf *f, bk_hash h) {
+  if (f->single_writer)
+    CBF_BY_WIDTH(f, add_sw(f, h, LW, K));
+  else
+    CBF_BY_WIDTH(f, add_cas(f, h, LW, K));
 }
 
 void bk__cbf_add(bk_cbf *f, bk_hash h) {
@@ -426,12 +465,9 @@ void bk__cbf_add(bk_cbf *f, bk_hash h) {
 
 static inline __attribute__((always_inline)) bk_status remove(bk_cbf *f,
                                                               bk_hash h) {
-  if (f->single_writer) {
+  if (f->single_writer)
     CBF_BY_WIDTH(f, return remove_sw(f, h, LW, K) ? BK_OK : BK_ENOTFOUND);
-  }
-  uint64_t idx[BK_K_MAX];
-  positions(f, h, idx);
-  return remove_at(f, idx) ? BK_OK : BK_ENOTFOUND;
+  CBF_BY_WIDTH(f, return remove_cas(f, h, LW, K) ? BK_OK : BK_ENOTFOUND);
 }
 
 /* Lookups compute each position as they go and stop at the first zero
