@@ -259,58 +259,32 @@ static inline uint32_t get(const bk_cbf *f, uint64_t i) {
  * discards the loads of the calls after it.
  */
 
-/* Single writer: +1 unless saturated, a plain load and store with no
- * branch (a saturated counter is stored back unchanged). Readers see the
- * old word or the new one. */
-static inline void inc_sw(uint64_t *words, unsigned lw, uint64_t max,
-                          uint64_t i) {
-  const uint64_t bit = i << lw;
-  uint64_t *w = words + (bit >> 6);
-  const unsigned sh = (unsigned)(bit & 63);
-  const uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
-  const uint64_t room = ((cur >> sh) & max) != max;
-  __atomic_store_n(w, cur + (room << sh), __ATOMIC_RELAXED);
-}
-
-/* Single writer: -1 unless saturated or zero, branch-free as inc_sw. */
-static inline void dec_sw(uint64_t *words, unsigned lw, uint64_t max,
-                          uint64_t i) {
+/* Single writer: +1 (up) or -1 unless saturated (or, down, zero), a plain
+ * load and store with no branch (a counter that stays is stored back
+ * unchanged). Readers see the old word or the new one. */
+static inline void step_sw(uint64_t *words, unsigned lw, uint64_t max,
+                           uint64_t i, bool up) {
   const uint64_t bit = i << lw;
   uint64_t *w = words + (bit >> 6);
   const unsigned sh = (unsigned)(bit & 63);
   const uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
   const uint64_t v = (cur >> sh) & max;
-  const uint64_t take = (v != max) & (v != 0);
-  __atomic_store_n(w, cur - (take << sh), __ATOMIC_RELAXED);
+  const uint64_t move = (uint64_t)((v != max) & (up | (v != 0))) << sh;
+  __atomic_store_n(w, up ? cur + move : cur - move, __ATOMIC_RELAXED);
 }
 
-/* Concurrent: +1 unless saturated, a compare-and-swap on the word, so
- * updates of neighbours never tear or get lost and a counter never
- * wraps. */
-static inline void inc_cas(uint64_t *words, unsigned lw, uint64_t max,
-                           uint64_t i) {
+/* Concurrent: the same step as a compare-and-swap on the word, so updates
+ * of neighbours never tear or get lost and a counter never wraps (zero,
+ * down: only under a racing over-removal). */
+static inline void step_cas(uint64_t *words, unsigned lw, uint64_t max,
+                            uint64_t i, bool up) {
   const uint64_t bit = i << lw;
   uint64_t *w = words + (bit >> 6);
   const unsigned sh = (unsigned)(bit & 63);
   const uint64_t mask = max << sh, one = (uint64_t)1 << sh;
   uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
-  while ((cur & mask) != mask &&
-         !__atomic_compare_exchange_n(w, &cur, cur + one, true,
-                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-}
-
-/* Concurrent: -1 unless saturated or zero (zero: only under a racing
- * over-removal). */
-static inline void dec_cas(uint64_t *words, unsigned lw, uint64_t max,
-                           uint64_t i) {
-  const uint64_t bit = i << lw;
-  uint64_t *w = words + (bit >> 6);
-  const unsigned sh = (unsigned)(bit & 63);
-  const uint64_t mask = max << sh, one = (uint64_t)1 << sh;
-  uint64_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
-  while ((cur & mask) != mask && (cur & mask) != 0 &&
-         !__atomic_compare_exchange_n(w, &cur, cur - one, true,
+  while ((cur & mask) != mask && (up || (cur & mask) != 0) &&
+         !__atomic_compare_exchange_n(w, &cur, up ? cur + one : cur - one, true,
                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
 }
@@ -360,7 +334,7 @@ static inline void add_cas_at(const bk_cbf *f, const uint64_t *idx) {
   uint64_t *words = f->words, max = f->max;
   const unsigned lw = f->log_width;
   prefetch_idx(f, idx, 1);
-  for (unsigned i = 0; i < f->k; i++) inc_cas(words, lw, max, idx[i]);
+  for (unsigned i = 0; i < f->k; i++) step_cas(words, lw, max, idx[i], true);
 }
 
 /* Remove at positions idx when all k counters are nonzero (it reads them
@@ -371,10 +345,10 @@ static inline bool remove_at(const bk_cbf *f, const uint64_t *idx) {
   if (!f->single_writer) prefetch_idx(f, idx, 1);
   if (!all_nonzero_at(f, idx)) return false;
   if (f->single_writer) {
-    for (unsigned i = 0; i < f->k; i++) dec_sw(words, lw, max, idx[i]);
+    for (unsigned i = 0; i < f->k; i++) step_sw(words, lw, max, idx[i], false);
     return true;
   }
-  for (unsigned i = 0; i < f->k; i++) dec_cas(words, lw, max, idx[i]);
+  for (unsigned i = 0; i < f->k; i++) step_cas(words, lw, max, idx[i], false);
   return true;
 }
 
@@ -386,69 +360,59 @@ static inline __attribute__((always_inline)) void add_sw(bk_cbf *f, bk_hash h,
                                                          unsigned k) {
   uint64_t *words = f->words;
   const uint64_t max = f->max;
-  CBF_POSITIONS(f, h, lw, k, c, inc_sw(words, lw, max, c));
+  CBF_POSITIONS(f, h, lw, k, c, step_sw(words, lw, max, c, true));
 }
 
-/* Single writer: the k counters' positions once, all read (no branch
- * between the loads), then, when none is zero, each decremented. */
-static inline __attribute__((always_inline)) bool remove_sw(bk_cbf *f,
-                                                            bk_hash h,
-                                                            unsigned lw,
-                                                            unsigned k) {
-  uint64_t *words = f->words;
-  const uint64_t max = f->max;
-  uint64_t idx[BK_K_MAX];
-  bool all = true;
+/* The k positions into idx; with `prefetch`, each line prefetched for
+ * writing as its position is known (the block once, blocked). */
+static inline __attribute__((always_inline)) void positions_k(
+    const bk_cbf *f, bk_hash h, unsigned lw, unsigned k, uint64_t *idx,
+    bool prefetch) {
+  const uint64_t *words = f->words;
+  const bool blocked = f->layout != BK_BLOOM_STANDARD;
   unsigned n = 0;
   CBF_POSITIONS(f, h, lw, k, c, {
+    if (prefetch && (!blocked || !n))
+      __builtin_prefetch(words + ((c << lw) >> 6), 1, 3);
     idx[n++] = c;
-    all &= get_at(words, lw, max, c) != 0;
   });
-  if (!all) return false;
-  _Pragma("GCC unroll 8") for (unsigned i = 0; i < k; i++)
-      dec_sw(words, lw, max, idx[i]);
-  return true;
 }
 
-/* Concurrent: the positions, each line prefetched as its position is
- * known (the block once, blocked), then a compare-and-swap per counter. */
+/* Concurrent: positions_k with prefetches (a locked instruction waits for
+ * its line and holds back the loads after it), then a compare-and-swap
+ * per counter. */
 static inline __attribute__((always_inline)) void add_cas(bk_cbf *f, bk_hash h,
                                                           unsigned lw,
                                                           unsigned k) {
   uint64_t *words = f->words;
   const uint64_t max = f->max;
   uint64_t idx[BK_K_MAX];
-  unsigned n = 0;
-  const bool blocked = f->layout != BK_BLOOM_STANDARD;
-  CBF_POSITIONS(f, h, lw, k, c, {
-    if (!blocked || !n) __builtin_prefetch(words + ((c << lw) >> 6), 1, 3);
-    idx[n++] = c;
-  });
+  positions_k(f, h, lw, k, idx, true);
   _Pragma("GCC unroll 8") for (unsigned i = 0; i < k; i++)
-      inc_cas(words, lw, max, idx[i]);
+      step_cas(words, lw, max, idx[i], true);
 }
 
-/* Concurrent remove: positions and prefetches as add_cas, all k read,
- * then, when none is zero, a compare-and-swap per counter. */
-static inline __attribute__((always_inline)) bool remove_cas(bk_cbf *f,
-                                                             bk_hash h,
-                                                             unsigned lw,
-                                                             unsigned k) {
+/* Remove: the positions once, all k counters read with no branch between
+ * the loads, then, when none is zero, each decremented (a plain store for
+ * a single writer, else a compare-and-swap). */
+static inline __attribute__((always_inline)) bool remove_k(bk_cbf *f, bk_hash h,
+                                                           unsigned lw,
+                                                           unsigned k,
+                                                           bool sw) {
   uint64_t *words = f->words;
   const uint64_t max = f->max;
   uint64_t idx[BK_K_MAX];
-  unsigned n = 0;
-  const bool blocked = f->layout != BK_BLOOM_STANDARD;
-  CBF_POSITIONS(f, h, lw, k, c, {
-    if (!blocked || !n) __builtin_prefetch(words + ((c << lw) >> 6), 1, 3);
-    idx[n++] = c;
-  });
+  positions_k(f, h, lw, k, idx, !sw);
   bool all = true;
   _Pragma("GCC unroll 8") for (unsigned i = 0; i < k; i++) all &=
       get_at(words, lw, max, idx[i]) != 0;
   if (!all) return false;
-  _Pragma("GCC unroll 8") for (unsigned i = 0; i < k; i++)
-      dec_cas(words, lw, max, idx[i]);
+  _Pragma("GCC unroll 8") for (unsigned i = 0; i < k; i++) {
+    if (sw)
+      step_sw(words, lw, max, idx[i], false);
+    else
+      step_cas(words, lw, max, idx[i], false);
+  }
   return true;
 }
 
@@ -466,8 +430,8 @@ void bk__cbf_add(bk_cbf *f, bk_hash h) {
 static inline __attribute__((always_inline)) bk_status remove(bk_cbf *f,
                                                               bk_hash h) {
   if (f->single_writer)
-    CBF_BY_WIDTH(f, return remove_sw(f, h, LW, K) ? BK_OK : BK_ENOTFOUND);
-  CBF_BY_WIDTH(f, return remove_cas(f, h, LW, K) ? BK_OK : BK_ENOTFOUND);
+    CBF_BY_WIDTH(f, return remove_k(f, h, LW, K, true) ? BK_OK : BK_ENOTFOUND);
+  CBF_BY_WIDTH(f, return remove_k(f, h, LW, K, false) ? BK_OK : BK_ENOTFOUND);
 }
 
 /* Lookups compute each position as they go and stop at the first zero
@@ -652,7 +616,7 @@ static size_t pipeline(bk_cbf *f, const void *const *keys, const size_t *lens,
     else if (op == OP_REMOVE)
       done += remove_at(f, idx);
     else if (f->single_writer)
-      for (unsigned j = 0; j < f->k; j++) inc_sw(words, lw, max, idx[j]);
+      for (unsigned j = 0; j < f->k; j++) step_sw(words, lw, max, idx[j], true);
     else
       add_cas_at(f, idx);
     if (i + AHEAD < n) {
