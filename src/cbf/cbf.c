@@ -352,17 +352,6 @@ static inline bool remove_at(const bk_cbf *f, const uint64_t *idx) {
   return true;
 }
 
-/* Single writer: each position's load, saturating +1 and store as it is
- * computed. A counter that comes twice is seen with its first +1 (the
- * second load reads the first store). */
-static inline __attribute__((always_inline)) void add_sw(bk_cbf *f, bk_hash h,
-                                                         unsigned lw,
-                                                         unsigned k) {
-  uint64_t *words = f->words;
-  const uint64_t max = f->max;
-  CBF_POSITIONS(f, h, lw, k, c, step_sw(words, lw, max, c, true));
-}
-
 /* The k positions into idx; with `prefetch`, each line prefetched for
  * writing as its position is known (the block once, blocked). */
 static inline __attribute__((always_inline)) void positions_k(
@@ -376,6 +365,22 @@ static inline __attribute__((always_inline)) void positions_k(
       __builtin_prefetch(words + ((c << lw) >> 6), 1, 3);
     idx[n++] = c;
   });
+}
+
+/* Single writer: the positions with their lines prefetched for writing
+ * (alternating runs at 10 M keys: 131-144 against 147-166 ns per add
+ * without), then each counter's load, saturating +1 and store. A counter
+ * that comes twice is seen with its first +1 (the second load reads the
+ * first store). */
+static inline __attribute__((always_inline)) void add_sw(bk_cbf *f, bk_hash h,
+                                                         unsigned lw,
+                                                         unsigned k) {
+  uint64_t *words = f->words;
+  const uint64_t max = f->max;
+  uint64_t idx[BK_K_MAX];
+  positions_k(f, h, lw, k, idx, true);
+  _Pragma("GCC unroll 8") for (unsigned i = 0; i < k; i++)
+      step_sw(words, lw, max, idx[i], true);
 }
 
 /* Concurrent: positions_k with prefetches (a locked instruction waits for
