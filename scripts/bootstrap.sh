@@ -13,11 +13,12 @@ set -eu
 # memcached, libmemcached-dev: the kBF's comparison against a real memcached
 # (`bloomkit kbf-experiments --memcached`).
 # valgrind: the README's examples run under it by the test command
-# (tests/run_example.sh).
+# (tests/run_example.sh). python3-dev, python3-pytest, python3-hypothesis:
+# the Python binding (python/) and its tests (ctest python_binding).
 PKGS="build-essential cmake pkg-config clang libxxhash-dev libmurmurhash-dev \
 libbenchmark-dev libcmocka-dev debhelper dpkg-dev lintian abigail-tools \
 gnuplot-nox libbloom-dev redis-server redis-tools libhiredis-dev memcached \
-libmemcached-dev valgrind"
+libmemcached-dev valgrind python3-dev python3-pytest python3-hypothesis"
 
 missing=""
 for p in $PKGS; do

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bloomkit.BloomFilter: a bk_bloom (bloom.h) as a Python object. add,
+ * update, `in`, add_if_absent, len() as the cardinality estimate, and
+ * to_bytes / from_bytes / pickle over the library's serialized form. The
+ * GIL is held around every call (each is one key or one blob).
+ */
+#include "bkpy.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "bloomkit/bloom.h"
+
+typedef struct {
+  PyObject_HEAD bk_bloom *b;
+} BloomObject;
+
+static PyObject *bloom_wrap(PyTypeObject *type, bk_bloom *b) {
+  BloomObject *self = (BloomObject *)type->tp_alloc(type, 0);
+  if (self == NULL) {
+    bk_bloom_destroy(b);
+    return NULL;
+  }
+  self->b = b;
+  return (PyObject *)self;
+}
+
+static int parse_layout(const char *s, bk_bloom_layout *out) {
+  if (strcmp(s, "standard") == 0)
+    *out = BK_BLOOM_STANDARD;
+  else if (strcmp(s, "blocked") == 0)
+    *out = BK_BLOOM_BLOCKED;
+  else if (strcmp(s, "split_block") == 0)
+    *out = BK_BLOOM_SPLIT_BLOCK;
+  else {
+    PyErr_Format(PyExc_ValueError,
+                 "layout must be 'standard', 'blocked' or 'split_block', "
+                 "not '%.50s'",
+                 s);
+    return -1;
+  }
+  return 0;
+}
+
+static PyObject *bloom_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"capacity", "fpp", "layout", "seed", NULL};
+  PyObject *cap_obj;
+  PyObject *seed_obj = NULL;
+  double fpp;
+  const char *layout = "standard";
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "Od|sO", kwlist, &cap_obj, &fpp,
+                                   &layout, &seed_obj))
+    return NULL;
+  bk_bloom_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.fpp = fpp;
+  if (bkpy_u64(cap_obj, "capacity", &cfg.capacity) < 0 ||
+      (seed_obj != NULL && bkpy_u64(seed_obj, "seed", &cfg.seed) < 0) ||
+      parse_layout(layout, &cfg.layout) < 0)
+    return NULL;
+  if (cfg.capacity == 0) {
+    PyErr_SetString(PyExc_ValueError, "capacity must be at least 1");
+    return NULL;
+  }
+  /* The C config reads 0 as "the default"; from Python it is an error. */
+  if (!(fpp > 0))
+    return bkpy_raise(BK_EINVAL, "BloomFilter: fpp must be in (0, 1)");
+  bk_bloom *b = NULL;
+  bk_status s = bk_bloom_create(&b, &cfg);
+  if (s != BK_OK) return bkpy_raise(s, "BloomFilter");
+  return bloom_wrap(type, b);
+}
+
+static void bloom_dealloc(PyObject *o) {
+  BloomObject *self = (BloomObject *)o;
+  bk_bloom_destroy(self->b);
+  Py_TYPE(o)->tp_free(o);
+}
+
+static int bloom_add_one(BloomObject *self, PyObject *key) {
+  bkpy_key k;
+  if (bkpy_key_get(key, &k) < 0) return -1;
+  bk_status s = bk_bloom_add(self->b, k.ptr, k.len);
+  bkpy_key_release(&k);
+  if (s != BK_OK) {
+    bkpy_raise(s, "BloomFilter.add");
+    return -1;
+  }
+  return 0;
+}
+
+static PyObject *bloom_add(PyObject *o, PyObject *key) {
+  if (bloom_add_one((BloomObject *)o, key) < 0) return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject *bloom_update(PyObject *o, PyObject *iterable) {
+  PyObject *it = PyObject_GetIter(iterable);
+  if (it == NULL) return NULL;
+  PyObject *key;
+  while ((key = PyIter_Next(it)) != NULL) {
+    int rc = bloom_add_one((BloomObject *)o, key);
+    Py_DECREF(key);
+    if (rc < 0) {
+      Py_DECREF(it);
+      return NULL;
+    }
+  }
+  Py_DECREF(it);
+  if (PyErr_Occurred()) return NULL;
+  Py_RETURN_NONE;
+}
+
+static int bloom_contains(PyObject *o, PyObject *key) {
+  bkpy_key k;
+  if (bkpy_key_get(key, &k) < 0) return -1;
+  bool in = false;
+  bk_status s = bk_bloom_contains(((BloomObject *)o)->b, k.ptr, k.len, &in);
+  bkpy_key_release(&k);
+  if (s != BK_OK) {
+    bkpy_raise(s, "BloomFilter.__contains__");
+    return -1;
+  }
+  return in ? 1 : 0;
+}
+
+static PyObject *bloom_add_if_absent(PyObject *o, PyObject *key) {
+  bkpy_key k;
+  if (bkpy_key_get(key, &k) < 0) return NULL;
+  bool added = false;
+  bk_status s =
+      bk_bloom_add_if_absent(((BloomObject *)o)->b, k.ptr, k.len, &added);
+  bkpy_key_release(&k);
+  if (s != BK_OK) return bkpy_raise(s, "BloomFilter.add_if_absent");
+  return PyBool_FromLong(added);
+}
+
+static Py_ssize_t bloom_len(PyObject *o) {
+  double est = 0;
+  bk_status s = bk_bloom_cardinality(((BloomObject *)o)->b, &est);
+  if (s != BK_OK) {
+    bkpy_raise(s, "BloomFilter.__len__");
+    return -1;
+  }
+  /* A saturated filter estimates +inf: report the largest length. */
+  if (!(est < (double)PY_SSIZE_T_MAX)) return PY_SSIZE_T_MAX;
+  return (Py_ssize_t)llround(est);
+}
+
+static PyObject *bloom_to_bytes(PyObject *o, PyObject *unused) {
+  (void)unused;
+  const bk_bloom *b = ((BloomObject *)o)->b;
+  size_t n = 0;
+  bk_status s = bk_bloom_serialized_size(b, &n);
+  if (s != BK_OK) return bkpy_raise(s, "BloomFilter.to_bytes");
+  PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+  if (out == NULL) return NULL;
+  size_t written = 0;
+  s = bk_bloom_serialize(b, PyBytes_AS_STRING(out), n, &written);
+  if (s != BK_OK || written != n) {
+    Py_DECREF(out);
+    return bkpy_raise(s != BK_OK ? s : BK_EINVAL, "BloomFilter.to_bytes");
+  }
+  return out;
+}
+
+static PyObject *bloom_from_bytes(PyObject *cls, PyObject *data) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(data, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+  bk_bloom *b = NULL;
+  bk_status s = bk_bloom_deserialize(view.buf, (size_t)view.len, NULL, &b);
+  PyBuffer_Release(&view);
+  if (s != BK_OK) return bkpy_raise(s, "BloomFilter.from_bytes");
+  return bloom_wrap((PyTypeObject *)cls, b);
+}
+
+static PyObject *bloom_reduce(PyObject *o, PyObject *unused) {
+  (void)unused;
+  PyObject *blob = bloom_to_bytes(o, NULL);
+  if (blob == NULL) return NULL;
+  PyObject *ctor = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "from_bytes");
+  if (ctor == NULL) {
+    Py_DECREF(blob);
+    return NULL;
+  }
+  return Py_BuildValue("(N(N))", ctor, blob);
+}
+
+static PyObject *bloom_get_info(PyObject *o, void *closure) {
+  (void)closure;
+  bk_bloom_info info;
+  bk_status s = bk_bloom_info_get(((BloomObject *)o)->b, &info);
+  if (s != BK_OK) return bkpy_raise(s, "BloomFilter.info");
+  static const char *layouts[] = {"standard", "blocked", "split_block"};
+  const char *layout =
+      (unsigned)info.layout < 3 ? layouts[info.layout] : "unknown";
+  return Py_BuildValue("{s:K,s:I,s:s,s:K,s:K,s:n}", "m_bits",
+                       (unsigned long long)info.m_bits, "k", info.k, "layout",
+                       layout, "seed", (unsigned long long)info.seed,
+                       "capacity", (unsigned long long)info.capacity, "memory",
+                       (Py_ssize_t)info.memory);
+}
+
+static PyMethodDef bloom_methods[] = {
+    {"add", bloom_add, METH_O, "add(key): insert key."},
+    {"update", bloom_update, METH_O, "update(iterable): add every key."},
+    {"add_if_absent", bloom_add_if_absent, METH_O,
+     "add_if_absent(key) -> bool: add key; True if it was (apparently) "
+     "absent before, False if it was already there (or a false positive)."},
+    {"to_bytes", bloom_to_bytes, METH_NOARGS,
+     "to_bytes() -> bytes: the library's serialized form."},
+    {"from_bytes", bloom_from_bytes, METH_O | METH_CLASS,
+     "BloomFilter.from_bytes(b): a filter from to_bytes() output; "
+     "CorruptError for anything else."},
+    {"__reduce__", bloom_reduce, METH_NOARGS, "pickle support"},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef bloom_getset[] = {
+    {"info", bloom_get_info, NULL,
+     "dict: m_bits, k, layout, seed, capacity, memory (bytes held).", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PySequenceMethods bloom_as_sequence = {
+    .sq_length = bloom_len,
+    .sq_contains = bloom_contains,
+};
+
+PyTypeObject bkpy_BloomFilterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bloomkit.BloomFilter",
+    .tp_basicsize = sizeof(BloomObject),
+    .tp_dealloc = bloom_dealloc,
+    .tp_as_sequence = &bloom_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc =
+        "BloomFilter(capacity, fpp, layout='standard', seed=0)\n\n"
+        "A Bloom filter sized for `capacity` keys at false positive "
+        "probability `fpp`. len() is the cardinality estimate from "
+        "the set bits (not an exact count).",
+    .tp_methods = bloom_methods,
+    .tp_getset = bloom_getset,
+    .tp_new = bloom_new,
+};

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The `bloomkit._bloomkit` extension module: module creation, the
+ * exception classes under bloomkit.Error (one per bk_status family, each
+ * also a subclass of the matching built-in exception), and the key
+ * converter every class uses. Keys are bytes-like objects (any C-contiguous
+ * buffer), str (its UTF-8 bytes, so "a" and b"a" are one key) or int (64
+ * bits, signed or unsigned, as 8 little-endian bytes); anything else is a
+ * TypeError. Keys hash with the library's seeded hash, never Python's
+ * salted hash(), so a filter answers the same in every process.
+ */
+#include "bkpy.h"
+
+#include <string.h>
+
+PyObject *bkpy_Error;
+PyObject *bkpy_TooOldError;
+static PyObject *InvalidArgumentError;
+static PyObject *OutOfMemoryError;
+static PyObject *CorruptError;
+static PyObject *RangeError;
+
+int bkpy_key_get(PyObject *obj, bkpy_key *k) {
+  k->has_view = 0;
+  if (PyBytes_Check(obj)) {
+    k->ptr = PyBytes_AS_STRING(obj);
+    k->len = (size_t)PyBytes_GET_SIZE(obj);
+    return 0;
+  }
+  if (PyUnicode_Check(obj)) {
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(obj, &n);
+    if (s == NULL) return -1;
+    k->ptr = s;
+    k->len = (size_t)n;
+    return 0;
+  }
+  if (PyLong_Check(obj)) {
+    uint64_t v;
+    int overflow = 0;
+    long long sv = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow == 0) {
+      if (sv == -1 && PyErr_Occurred()) return -1;
+      v = (uint64_t)sv;
+    } else if (overflow > 0) {
+      unsigned long long uv = PyLong_AsUnsignedLongLong(obj);
+      if (uv == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_SetString(PyExc_OverflowError, "int key out of the 64-bit range");
+        return -1;
+      }
+      v = (uint64_t)uv;
+    } else {
+      PyErr_SetString(PyExc_OverflowError, "int key out of the 64-bit range");
+      return -1;
+    }
+    for (int i = 0; i < 8; i++) k->le[i] = (unsigned char)(v >> (8 * i));
+    k->ptr = k->le;
+    k->len = 8;
+    return 0;
+  }
+  if (PyObject_CheckBuffer(obj)) {
+    if (PyObject_GetBuffer(obj, &k->view, PyBUF_C_CONTIGUOUS) != 0) {
+      PyErr_Format(PyExc_TypeError,
+                   "a buffer key must be C-contiguous, not %.100s",
+                   Py_TYPE(obj)->tp_name);
+      return -1;
+    }
+    k->has_view = 1;
+    k->ptr = k->view.buf;
+    k->len = (size_t)k->view.len;
+    return 0;
+  }
+  PyErr_Format(PyExc_TypeError,
+               "a key must be bytes, bytearray, memoryview, str or int, "
+               "not %.100s",
+               Py_TYPE(obj)->tp_name);
+  return -1;
+}
+
+void bkpy_key_release(bkpy_key *k) {
+  if (k->has_view) PyBuffer_Release(&k->view);
+  k->has_view = 0;
+}
+
+PyObject *bkpy_raise(bk_status s, const char *what) {
+  PyObject *cls;
+  switch (s) {
+    case BK_EINVAL:
+      cls = InvalidArgumentError;
+      break;
+    case BK_ENOMEM:
+      cls = OutOfMemoryError;
+      break;
+    case BK_ECORRUPT:
+    case BK_EVERSION:
+      cls = CorruptError;
+      break;
+    case BK_ERANGE:
+      cls = RangeError;
+      break;
+    default:
+      cls = bkpy_Error;
+      break;
+  }
+  PyErr_Format(cls, "%s: %s (%s)", what, bk_strerror(s), bk_status_name(s));
+  return NULL;
+}
+
+int bkpy_u64(PyObject *obj, const char *name, uint64_t *out) {
+  if (!PyLong_Check(obj)) {
+    PyErr_Format(PyExc_TypeError, "%s must be an int, not %.100s", name,
+                 Py_TYPE(obj)->tp_name);
+    return -1;
+  }
+  unsigned long long v = PyLong_AsUnsignedLongLong(obj);
+  if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    PyErr_Format(PyExc_ValueError, "%s must be in [0, 2**64)", name);
+    return -1;
+  }
+  *out = (uint64_t)v;
+  return 0;
+}
+
+/* A new exception class bloomkit.<name> under `bases`; added to m. */
+static PyObject *new_error(PyObject *m, const char *name, PyObject *bases,
+                           const char *doc) {
+  char full[64];
+  (void)snprintf(full, sizeof full, "bloomkit.%s", name);
+  PyObject *cls = PyErr_NewExceptionWithDoc(full, doc, bases, NULL);
+  if (cls == NULL) return NULL;
+  if (PyModule_AddObjectRef(m, name, cls) < 0) {
+    Py_DECREF(cls);
+    return NULL;
+  }
+  return cls;
+}
+
+/* bloomkit.<name> with bases (Error, builtin). */
+static PyObject *new_error2(PyObject *m, const char *name, PyObject *builtin,
+                            const char *doc) {
+  PyObject *bases = PyTuple_Pack(2, bkpy_Error, builtin);
+  if (bases == NULL) return NULL;
+  PyObject *cls = new_error(m, name, bases, doc);
+  Py_DECREF(bases);
+  return cls;
+}
+
+static int add_errors(PyObject *m) {
+  bkpy_Error = new_error(m, "Error", PyExc_Exception,
+                         "Base class of every bloomkit error.");
+  if (bkpy_Error == NULL) return -1;
+  InvalidArgumentError = new_error2(m, "InvalidArgumentError", PyExc_ValueError,
+                                    "BK_EINVAL: an invalid argument.");
+  OutOfMemoryError = new_error2(m, "OutOfMemoryError", PyExc_MemoryError,
+                                "BK_ENOMEM: the library ran out of memory.");
+  CorruptError =
+      new_error2(m, "CorruptError", PyExc_ValueError,
+                 "BK_ECORRUPT / BK_EVERSION: bytes that are not a valid blob.");
+  RangeError = new_error2(m, "RangeError", PyExc_OverflowError,
+                          "BK_ERANGE: a counter would leave int64's range.");
+  bkpy_TooOldError = new_error2(
+      m, "TooOldError", PyExc_ValueError,
+      "IdempotentCounters (strategy 'window'): the op's seq is below its "
+      "client's window, so it cannot be decided; nothing was applied. "
+      "The counter's current value is in the `value` attribute.");
+  if (InvalidArgumentError == NULL || OutOfMemoryError == NULL ||
+      CorruptError == NULL || RangeError == NULL || bkpy_TooOldError == NULL)
+    return -1;
+  return 0;
+}
+
+static int add_type(PyObject *m, PyTypeObject *t, const char *name) {
+  if (PyType_Ready(t) < 0) return -1;
+  return PyModule_AddObjectRef(m, name, (PyObject *)t);
+}
+
+static struct PyModuleDef bkpy_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "bloomkit._bloomkit",
+    .m_doc = "bloomkit's C extension (import bloomkit instead).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__bloomkit(void);
+PyMODINIT_FUNC PyInit__bloomkit(void) {
+  PyObject *m = PyModule_Create(&bkpy_module);
+  if (m == NULL) return NULL;
+  if (add_errors(m) < 0 ||
+      add_type(m, &bkpy_BloomFilterType, "BloomFilter") < 0 ||
+      add_type(m, &bkpy_ForgetfulType, "ForgetfulBloomFilter") < 0 ||
+      bkpy_idem_init(m) < 0 ||
+      add_type(m, &bkpy_IdemType, "IdempotentCounters") < 0 ||
+      PyModule_AddStringConstant(m, "library_version", bk_version_string()) <
+          0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

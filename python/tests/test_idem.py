@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: MIT
+# IdempotentCounters: add's (value, applied) for new ops and retries under
+# every strategy, TooOldError for the window strategy, the mapping calls
+# ([key], get, del, in, len, iteration), info, advance, to_bytes /
+# from_bytes / pickle, hostile bytes, and a hypothesis model (a dict of
+# values and a set of applied op ids).
+import pickle
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import bloomkit
+
+STRATEGIES = ["hybrid", "window", "fbf", "adaptive", "apbf", "rbf"]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_retry_is_applied_once(strategy):
+    t = bloomkit.IdempotentCounters(100, strategy=strategy)
+    assert t.info["strategy"] == strategy
+    r = t.add("k", client=1, seq=1, delta=5)
+    assert r == (5, True)
+    assert r.value == 5 and r.applied is True
+    assert t.add("k", client=1, seq=1, delta=5) == (5, False)
+    assert t.add("k", client=1, seq=2, delta=-2) == (3, True)
+    assert t["k"] == 3
+    assert t.info["applied"] == 2
+    assert t.info["duplicates"] == 1
+
+
+def test_none_strategy_counts_every_retry():
+    t = bloomkit.IdempotentCounters(100, strategy="none")
+    t.add("k", client=1, seq=1)
+    assert t.add("k", client=1, seq=1) == (2, True)
+
+
+def test_window_strategy_too_old_raises():
+    t = bloomkit.IdempotentCounters(1000, strategy="window", window=64)
+    t.add("k", client=9, seq=1000, delta=4)
+    with pytest.raises(bloomkit.TooOldError) as e:
+        t.add("k", client=9, seq=1, delta=3)
+    assert isinstance(e.value, ValueError)
+    assert e.value.value == 4
+    assert t["k"] == 4
+
+
+def test_mapping_calls():
+    t = bloomkit.IdempotentCounters(100)
+    t.add("a", client=1, seq=1, delta=1)
+    t.add(b"b", client=1, seq=2, delta=2)
+    t.add(7, client=1, seq=3, delta=3)
+    assert len(t) == 3
+    assert t[b"a"] == 1 and t.get("b") == 2 and t.get("zz") is None
+    assert t.get("zz", 0) == 0
+    assert "a" in t and "zz" not in t
+    assert dict(t) == {b"a": 1, b"b": 2, (7).to_bytes(8, "little"): 3}
+    assert sorted(t.items()) == sorted(dict(t).items())
+    del t["a"]
+    assert "a" not in t and len(t) == 2
+    with pytest.raises(KeyError):
+        t["a"]
+    with pytest.raises(KeyError):
+        del t["a"]
+    with pytest.raises(TypeError):
+        t["a"] = 5
+
+
+def test_add_needs_client_and_seq():
+    t = bloomkit.IdempotentCounters(100)
+    with pytest.raises(TypeError):
+        t.add("k", client=1)
+    with pytest.raises(TypeError):
+        t.add("k", seq=1)
+
+
+def test_overflow_is_a_range_error():
+    t = bloomkit.IdempotentCounters(100)
+    t.add("k", client=1, seq=1, delta=2**63 - 1)
+    with pytest.raises(bloomkit.RangeError) as e:
+        t.add("k", client=1, seq=2, delta=1)
+    assert isinstance(e.value, OverflowError)
+    assert t["k"] == 2**63 - 1
+
+
+def test_bad_configuration():
+    with pytest.raises(ValueError):
+        bloomkit.IdempotentCounters(100, strategy="nope")
+    with pytest.raises(bloomkit.InvalidArgumentError):
+        bloomkit.IdempotentCounters(100, window=100)  # not a power of two
+    with pytest.raises(bloomkit.InvalidArgumentError):
+        bloomkit.IdempotentCounters(0, strategy="fbf")
+
+
+def test_advance_and_time():
+    t = bloomkit.IdempotentCounters(10, strategy="fbf", now=5)
+    t.add("k", client=1, seq=1, now=6)
+    assert t.info["now"] == 6
+    t.advance(1000)
+    assert t.info["now"] == 1000
+    with pytest.raises(bloomkit.InvalidArgumentError):
+        t.advance(999)
+    # Long after the retry timeout the op id is forgotten: a retry counts.
+    assert t.add("k", client=1, seq=1) == (2, True)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES + ["none"])
+def test_bytes_and_pickle_round_trip(strategy):
+    t = bloomkit.IdempotentCounters(100, strategy=strategy)
+    for i in range(50):
+        t.add(f"k{i % 7}", client=i % 3, seq=i, delta=i)
+    blob = t.to_bytes()
+    for u in (bloomkit.IdempotentCounters.from_bytes(blob),
+              pickle.loads(pickle.dumps(t))):
+        assert type(u) is bloomkit.IdempotentCounters
+        assert dict(u) == dict(t)
+        assert u.info["strategy"] == strategy
+        if strategy != "none":
+            # The restored table still knows every applied op id.
+            assert u.add("k0", client=0, seq=0).applied is False
+
+
+def test_hostile_bytes_raise_corrupt_error():
+    t = bloomkit.IdempotentCounters(100)
+    t.add("k", client=1, seq=1)
+    blob = t.to_bytes()
+    for bad in (b"", blob[:-1], blob[:16], b"\x00" * len(blob)):
+        with pytest.raises(bloomkit.CorruptError):
+            bloomkit.IdempotentCounters.from_bytes(bad)
+
+
+@given(st.binary(max_size=300))
+def test_random_bytes_never_crash(data):
+    try:
+        bloomkit.IdempotentCounters.from_bytes(data)
+    except bloomkit.Error:
+        pass
+
+
+ops = st.lists(st.tuples(st.sampled_from(["a", "b", "c"]),
+                         st.integers(0, 3), st.integers(0, 20),
+                         st.integers(-100, 100)), max_size=150)
+
+
+@given(ops, st.sampled_from(["hybrid", "window"]))
+def test_matches_a_model(seq_ops, strategy):
+    # Within the window and the timeout, the exact strategies match a model
+    # that applies each op id once.
+    t = bloomkit.IdempotentCounters(10**9, strategy=strategy)
+    values, seen = {}, set()
+    for key, client, seq, delta in seq_ops:
+        r = t.add(key, client=client, seq=seq, delta=delta)
+        fresh = (client, seq) not in seen
+        if fresh:
+            seen.add((client, seq))
+            values[key] = values.get(key, 0) + delta
+        assert r.applied is fresh
+        assert r.value == values.get(key, 0)
+    assert dict(t) == {k.encode(): v for k, v in values.items()}

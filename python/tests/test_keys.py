@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: MIT
+# Key conversion, shared by every class: bytes, bytearray, memoryview (any
+# C-contiguous buffer), str as UTF-8 and int as 8 little-endian bytes are
+# accepted, and the same bytes are the same key whatever the type;
+# anything else is a TypeError.
+import array
+
+import pytest
+
+import bloomkit
+
+
+def make():
+    return bloomkit.BloomFilter(1000, 0.001)
+
+
+@pytest.mark.parametrize(
+    "added, asked",
+    [
+        ("a", b"a"),
+        (b"a", "a"),
+        ("é", "é".encode("utf-8")),
+        (bytearray(b"xyz"), b"xyz"),
+        (memoryview(b"xyz"), b"xyz"),
+        (array.array("B", b"abc"), b"abc"),
+        (1, (1).to_bytes(8, "little")),
+        (-1, b"\xff" * 8),
+        (2**64 - 1, -1),
+        (True, 1),
+    ],
+)
+def test_same_bytes_same_key(added, asked):
+    b = make()
+    b.add(added)
+    assert asked in b
+    assert b.add_if_absent(asked) is False
+
+
+def test_str_and_int_differ_from_other_bytes():
+    b = make()
+    b.add("a")
+    b.add(7)
+    assert "b" not in b
+    assert 8 not in b
+    assert b"a\x00" not in b
+
+
+@pytest.mark.parametrize("bad", [1.5, None, object(), ["a"], ("a",), {"a": 1}])
+def test_unsupported_key_types_raise_type_error(bad):
+    b = make()
+    with pytest.raises(TypeError):
+        b.add(bad)
+    with pytest.raises(TypeError):
+        bad in b  # noqa: B015
+    f = bloomkit.ForgetfulBloomFilter(100, 0.01, 10)
+    with pytest.raises(TypeError):
+        f.add(bad)
+    t = bloomkit.IdempotentCounters(10)
+    with pytest.raises(TypeError):
+        t.add(bad, client=1, seq=1)
+
+
+@pytest.mark.parametrize("big", [2**64, -(2**63) - 1])
+def test_int_keys_outside_64_bits_raise_overflow(big):
+    with pytest.raises(OverflowError):
+        make().add(big)
+
+
+def test_non_contiguous_buffer_is_rejected():
+    m = memoryview(b"abcdef")[::2]
+    with pytest.raises(TypeError):
+        make().add(m)
+
+
+def test_empty_key_is_a_key():
+    b = make()
+    b.add(b"")
+    assert "" in b
