@@ -36,6 +36,34 @@ PyObject *bkpy_raise(bk_status s, const char *what);
 /* A Python int as uint64_t (0..2^64-1); -1 with an exception set. */
 int bkpy_u64(PyObject *obj, const char *name, uint64_t *out);
 
+/* Every class's object: the library handle behind it. */
+typedef struct bkpy_object {
+  PyObject_HEAD void *h;
+} bkpy_object;
+
+/* One class's serialized form and destructor, as the generic methods
+ * below use them (module.c finds a type's codec). */
+typedef struct bkpy_codec {
+  const char *name; /* for messages: "BloomFilter" */
+  bk_status (*size)(const void *h, size_t *out);
+  bk_status (*write)(const void *h, void *buf, size_t cap, size_t *written);
+  bk_status (*read)(const void *buf, size_t len, void **out);
+  void (*destroy)(void *h);
+} bkpy_codec;
+
+extern const bkpy_codec bkpy_bloom_codec;
+extern const bkpy_codec bkpy_fbf_codec;
+extern const bkpy_codec bkpy_idem_codec;
+
+/* A new object of `type` owning h (destroyed on failure). */
+PyObject *bkpy_wrap(PyTypeObject *type, void *h);
+/* tp_dealloc, to_bytes, from_bytes (a class method) and __reduce__ of
+ * every class, over its codec. */
+void bkpy_dealloc(PyObject *self);
+PyObject *bkpy_to_bytes(PyObject *self, PyObject *unused);
+PyObject *bkpy_from_bytes(PyObject *cls, PyObject *data);
+PyObject *bkpy_reduce(PyObject *self, PyObject *unused);
+
 /* Exception classes (module.c). */
 extern PyObject *bkpy_Error;
 extern PyObject *bkpy_TooOldError;

@@ -12,20 +12,6 @@
 
 #include "bloomkit/bloom.h"
 
-typedef struct {
-  PyObject_HEAD bk_bloom *b;
-} BloomObject;
-
-static PyObject *bloom_wrap(PyTypeObject *type, bk_bloom *b) {
-  BloomObject *self = (BloomObject *)type->tp_alloc(type, 0);
-  if (self == NULL) {
-    bk_bloom_destroy(b);
-    return NULL;
-  }
-  self->b = b;
-  return (PyObject *)self;
-}
-
 static int parse_layout(const char *s, bk_bloom_layout *out) {
   if (strcmp(s, "standard") == 0)
     *out = BK_BLOOM_STANDARD;
@@ -69,19 +55,13 @@ static PyObject *bloom_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   bk_bloom *b = NULL;
   bk_status s = bk_bloom_create(&b, &cfg);
   if (s != BK_OK) return bkpy_raise(s, "BloomFilter");
-  return bloom_wrap(type, b);
+  return bkpy_wrap(type, b);
 }
 
-static void bloom_dealloc(PyObject *o) {
-  BloomObject *self = (BloomObject *)o;
-  bk_bloom_destroy(self->b);
-  Py_TYPE(o)->tp_free(o);
-}
-
-static int bloom_add_one(BloomObject *self, PyObject *key) {
+static int bloom_add_one(bkpy_object *self, PyObject *key) {
   bkpy_key k;
   if (bkpy_key_get(key, &k) < 0) return -1;
-  bk_status s = bk_bloom_add(self->b, k.ptr, k.len);
+  bk_status s = bk_bloom_add(self->h, k.ptr, k.len);
   bkpy_key_release(&k);
   if (s != BK_OK) {
     bkpy_raise(s, "BloomFilter.add");
@@ -91,7 +71,7 @@ static int bloom_add_one(BloomObject *self, PyObject *key) {
 }
 
 static PyObject *bloom_add(PyObject *o, PyObject *key) {
-  if (bloom_add_one((BloomObject *)o, key) < 0) return NULL;
+  if (bloom_add_one((bkpy_object *)o, key) < 0) return NULL;
   Py_RETURN_NONE;
 }
 
@@ -100,7 +80,7 @@ static PyObject *bloom_update(PyObject *o, PyObject *iterable) {
   if (it == NULL) return NULL;
   PyObject *key;
   while ((key = PyIter_Next(it)) != NULL) {
-    int rc = bloom_add_one((BloomObject *)o, key);
+    int rc = bloom_add_one((bkpy_object *)o, key);
     Py_DECREF(key);
     if (rc < 0) {
       Py_DECREF(it);
@@ -116,7 +96,7 @@ static int bloom_contains(PyObject *o, PyObject *key) {
   bkpy_key k;
   if (bkpy_key_get(key, &k) < 0) return -1;
   bool in = false;
-  bk_status s = bk_bloom_contains(((BloomObject *)o)->b, k.ptr, k.len, &in);
+  bk_status s = bk_bloom_contains(((bkpy_object *)o)->h, k.ptr, k.len, &in);
   bkpy_key_release(&k);
   if (s != BK_OK) {
     bkpy_raise(s, "BloomFilter.__contains__");
@@ -130,7 +110,7 @@ static PyObject *bloom_add_if_absent(PyObject *o, PyObject *key) {
   if (bkpy_key_get(key, &k) < 0) return NULL;
   bool added = false;
   bk_status s =
-      bk_bloom_add_if_absent(((BloomObject *)o)->b, k.ptr, k.len, &added);
+      bk_bloom_add_if_absent(((bkpy_object *)o)->h, k.ptr, k.len, &added);
   bkpy_key_release(&k);
   if (s != BK_OK) return bkpy_raise(s, "BloomFilter.add_if_absent");
   return PyBool_FromLong(added);
@@ -138,7 +118,7 @@ static PyObject *bloom_add_if_absent(PyObject *o, PyObject *key) {
 
 static Py_ssize_t bloom_len(PyObject *o) {
   double est = 0;
-  bk_status s = bk_bloom_cardinality(((BloomObject *)o)->b, &est);
+  bk_status s = bk_bloom_cardinality(((bkpy_object *)o)->h, &est);
   if (s != BK_OK) {
     bkpy_raise(s, "BloomFilter.__len__");
     return -1;
@@ -148,49 +128,10 @@ static Py_ssize_t bloom_len(PyObject *o) {
   return (Py_ssize_t)llround(est);
 }
 
-static PyObject *bloom_to_bytes(PyObject *o, PyObject *unused) {
-  (void)unused;
-  const bk_bloom *b = ((BloomObject *)o)->b;
-  size_t n = 0;
-  bk_status s = bk_bloom_serialized_size(b, &n);
-  if (s != BK_OK) return bkpy_raise(s, "BloomFilter.to_bytes");
-  PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
-  if (out == NULL) return NULL;
-  size_t written = 0;
-  s = bk_bloom_serialize(b, PyBytes_AS_STRING(out), n, &written);
-  if (s != BK_OK || written != n) {
-    Py_DECREF(out);
-    return bkpy_raise(s != BK_OK ? s : BK_EINVAL, "BloomFilter.to_bytes");
-  }
-  return out;
-}
-
-static PyObject *bloom_from_bytes(PyObject *cls, PyObject *data) {
-  Py_buffer view;
-  if (PyObject_GetBuffer(data, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-  bk_bloom *b = NULL;
-  bk_status s = bk_bloom_deserialize(view.buf, (size_t)view.len, NULL, &b);
-  PyBuffer_Release(&view);
-  if (s != BK_OK) return bkpy_raise(s, "BloomFilter.from_bytes");
-  return bloom_wrap((PyTypeObject *)cls, b);
-}
-
-static PyObject *bloom_reduce(PyObject *o, PyObject *unused) {
-  (void)unused;
-  PyObject *blob = bloom_to_bytes(o, NULL);
-  if (blob == NULL) return NULL;
-  PyObject *ctor = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "from_bytes");
-  if (ctor == NULL) {
-    Py_DECREF(blob);
-    return NULL;
-  }
-  return Py_BuildValue("(N(N))", ctor, blob);
-}
-
 static PyObject *bloom_get_info(PyObject *o, void *closure) {
   (void)closure;
   bk_bloom_info info;
-  bk_status s = bk_bloom_info_get(((BloomObject *)o)->b, &info);
+  bk_status s = bk_bloom_info_get(((bkpy_object *)o)->h, &info);
   if (s != BK_OK) return bkpy_raise(s, "BloomFilter.info");
   static const char *layouts[] = {"standard", "blocked", "split_block"};
   const char *layout =
@@ -202,18 +143,41 @@ static PyObject *bloom_get_info(PyObject *o, void *closure) {
                        (Py_ssize_t)info.memory);
 }
 
+static bk_status bloom_size(const void *h, size_t *out) {
+  return bk_bloom_serialized_size(h, out);
+}
+
+static bk_status bloom_write(const void *h, void *buf, size_t cap,
+                             size_t *written) {
+  return bk_bloom_serialize(h, buf, cap, written);
+}
+
+static bk_status bloom_read(const void *buf, size_t len, void **out) {
+  bk_bloom *h = NULL;
+  bk_status s = bk_bloom_deserialize(buf, len, NULL, &h);
+  *out = h;
+  return s;
+}
+
+static void bloom_destroy(void *h) {
+  bk_bloom_destroy(h);
+}
+
+const bkpy_codec bkpy_bloom_codec = {"BloomFilter", bloom_size, bloom_write,
+                                     bloom_read, bloom_destroy};
+
 static PyMethodDef bloom_methods[] = {
     {"add", bloom_add, METH_O, "add(key): insert key."},
     {"update", bloom_update, METH_O, "update(iterable): add every key."},
     {"add_if_absent", bloom_add_if_absent, METH_O,
      "add_if_absent(key) -> bool: add key; True if it was (apparently) "
      "absent before, False if it was already there (or a false positive)."},
-    {"to_bytes", bloom_to_bytes, METH_NOARGS,
+    {"to_bytes", bkpy_to_bytes, METH_NOARGS,
      "to_bytes() -> bytes: the library's serialized form."},
-    {"from_bytes", bloom_from_bytes, METH_O | METH_CLASS,
+    {"from_bytes", bkpy_from_bytes, METH_O | METH_CLASS,
      "BloomFilter.from_bytes(b): a filter from to_bytes() output; "
      "CorruptError for anything else."},
-    {"__reduce__", bloom_reduce, METH_NOARGS, "pickle support"},
+    {"__reduce__", bkpy_reduce, METH_NOARGS, "pickle support"},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef bloom_getset[] = {
@@ -228,8 +192,8 @@ static PySequenceMethods bloom_as_sequence = {
 
 PyTypeObject bkpy_BloomFilterType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bloomkit.BloomFilter",
-    .tp_basicsize = sizeof(BloomObject),
-    .tp_dealloc = bloom_dealloc,
+    .tp_basicsize = sizeof(bkpy_object),
+    .tp_dealloc = bkpy_dealloc,
     .tp_as_sequence = &bloom_as_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc =

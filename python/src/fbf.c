@@ -16,20 +16,6 @@
 
 #include "bloomkit/fbf.h"
 
-typedef struct {
-  PyObject_HEAD bk_fbf *f;
-} FbfObject;
-
-static PyObject *fbf_wrap(PyTypeObject *type, bk_fbf *f) {
-  FbfObject *self = (FbfObject *)type->tp_alloc(type, 0);
-  if (self == NULL) {
-    bk_fbf_destroy(f);
-    return NULL;
-  }
-  self->f = f;
-  return (PyObject *)self;
-}
-
 static PyObject *fbf_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"capacity", "fpp",  "window", "n_past",
                            "now",      "seed", NULL};
@@ -75,12 +61,7 @@ static PyObject *fbf_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   bk_fbf *f = NULL;
   bk_status s = bk_fbf_create(&f, &cfg);
   if (s != BK_OK) return bkpy_raise(s, "ForgetfulBloomFilter");
-  return fbf_wrap(type, f);
-}
-
-static void fbf_dealloc(PyObject *o) {
-  bk_fbf_destroy(((FbfObject *)o)->f);
-  Py_TYPE(o)->tp_free(o);
+  return bkpy_wrap(type, f);
 }
 
 /* Parse (key, now=None); *has_now says whether now was given. */
@@ -97,8 +78,8 @@ static int key_now_args(PyObject *args, PyObject *kw, const char *fname,
   return 0;
 }
 
-static PyObject *fbf_advance_to(FbfObject *self, uint64_t now) {
-  bk_status s = bk_fbf_advance(self->f, now);
+static PyObject *fbf_advance_to(bkpy_object *self, uint64_t now) {
+  bk_status s = bk_fbf_advance(self->h, now);
   if (s != BK_OK)
     return bkpy_raise(s,
                       "ForgetfulBloomFilter.advance (time going "
@@ -106,59 +87,56 @@ static PyObject *fbf_advance_to(FbfObject *self, uint64_t now) {
   Py_RETURN_NONE;
 }
 
-static PyObject *fbf_add(PyObject *o, PyObject *args, PyObject *kw) {
-  FbfObject *self = (FbfObject *)o;
+/* add, add_if_absent and contains: one key, an optional now=. */
+enum fbf_op { FBF_ADD, FBF_ADD_IF_ABSENT, FBF_CONTAINS };
+
+static PyObject *fbf_keyed(PyObject *o, PyObject *args, PyObject *kw,
+                           enum fbf_op op) {
+  static const char *names[] = {"add", "add_if_absent", "contains"};
+  bkpy_object *self = (bkpy_object *)o;
   PyObject *key;
   uint64_t now = 0;
   int has_now;
-  if (key_now_args(args, kw, "add", &key, &now, &has_now) < 0) return NULL;
+  if (key_now_args(args, kw, names[op], &key, &now, &has_now) < 0) return NULL;
   bkpy_key k;
   if (bkpy_key_get(key, &k) < 0) return NULL;
-  bk_status s = has_now ? bk_fbf_advance(self->f, now) : BK_OK;
-  if (s == BK_OK) s = bk_fbf_add(self->f, k.ptr, k.len);
+  bool out = false;
+  bk_status s = BK_OK;
+  if (op == FBF_CONTAINS)
+    s = has_now ? bk_fbf_contains_at(self->h, k.ptr, k.len, now, &out)
+                : bk_fbf_contains(self->h, k.ptr, k.len, &out);
+  else if (has_now)
+    s = bk_fbf_advance(self->h, now);
+  if (s == BK_OK && op == FBF_ADD) s = bk_fbf_add(self->h, k.ptr, k.len);
+  if (s == BK_OK && op == FBF_ADD_IF_ABSENT)
+    s = bk_fbf_add_if_absent(self->h, k.ptr, k.len, &out);
   bkpy_key_release(&k);
-  if (s != BK_OK) return bkpy_raise(s, "ForgetfulBloomFilter.add");
-  Py_RETURN_NONE;
+  if (s != BK_OK) {
+    char what[64];
+    (void)snprintf(what, sizeof what, "ForgetfulBloomFilter.%s", names[op]);
+    return bkpy_raise(s, what);
+  }
+  if (op == FBF_ADD) Py_RETURN_NONE;
+  return PyBool_FromLong(out);
+}
+
+static PyObject *fbf_add(PyObject *o, PyObject *args, PyObject *kw) {
+  return fbf_keyed(o, args, kw, FBF_ADD);
 }
 
 static PyObject *fbf_add_if_absent(PyObject *o, PyObject *args, PyObject *kw) {
-  FbfObject *self = (FbfObject *)o;
-  PyObject *key;
-  uint64_t now = 0;
-  int has_now;
-  if (key_now_args(args, kw, "add_if_absent", &key, &now, &has_now) < 0)
-    return NULL;
-  bkpy_key k;
-  if (bkpy_key_get(key, &k) < 0) return NULL;
-  bool added = false;
-  bk_status s = has_now ? bk_fbf_advance(self->f, now) : BK_OK;
-  if (s == BK_OK) s = bk_fbf_add_if_absent(self->f, k.ptr, k.len, &added);
-  bkpy_key_release(&k);
-  if (s != BK_OK) return bkpy_raise(s, "ForgetfulBloomFilter.add_if_absent");
-  return PyBool_FromLong(added);
+  return fbf_keyed(o, args, kw, FBF_ADD_IF_ABSENT);
 }
 
 static PyObject *fbf_contains_call(PyObject *o, PyObject *args, PyObject *kw) {
-  FbfObject *self = (FbfObject *)o;
-  PyObject *key;
-  uint64_t now = 0;
-  int has_now;
-  if (key_now_args(args, kw, "contains", &key, &now, &has_now) < 0) return NULL;
-  bkpy_key k;
-  if (bkpy_key_get(key, &k) < 0) return NULL;
-  bool in = false;
-  bk_status s = has_now ? bk_fbf_contains_at(self->f, k.ptr, k.len, now, &in)
-                        : bk_fbf_contains(self->f, k.ptr, k.len, &in);
-  bkpy_key_release(&k);
-  if (s != BK_OK) return bkpy_raise(s, "ForgetfulBloomFilter.contains");
-  return PyBool_FromLong(in);
+  return fbf_keyed(o, args, kw, FBF_CONTAINS);
 }
 
 static int fbf_contains(PyObject *o, PyObject *key) {
   bkpy_key k;
   if (bkpy_key_get(key, &k) < 0) return -1;
   bool in = false;
-  bk_status s = bk_fbf_contains(((FbfObject *)o)->f, k.ptr, k.len, &in);
+  bk_status s = bk_fbf_contains(((bkpy_object *)o)->h, k.ptr, k.len, &in);
   bkpy_key_release(&k);
   if (s != BK_OK) {
     bkpy_raise(s, "ForgetfulBloomFilter.__contains__");
@@ -170,53 +148,13 @@ static int fbf_contains(PyObject *o, PyObject *key) {
 static PyObject *fbf_advance(PyObject *o, PyObject *now_obj) {
   uint64_t now;
   if (bkpy_u64(now_obj, "now", &now) < 0) return NULL;
-  return fbf_advance_to((FbfObject *)o, now);
-}
-
-static PyObject *fbf_to_bytes(PyObject *o, PyObject *unused) {
-  (void)unused;
-  const bk_fbf *f = ((FbfObject *)o)->f;
-  size_t n = 0;
-  bk_status s = bk_fbf_serialized_size(f, &n);
-  if (s != BK_OK) return bkpy_raise(s, "ForgetfulBloomFilter.to_bytes");
-  PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
-  if (out == NULL) return NULL;
-  size_t written = 0;
-  s = bk_fbf_serialize(f, PyBytes_AS_STRING(out), n, &written);
-  if (s != BK_OK || written != n) {
-    Py_DECREF(out);
-    return bkpy_raise(s != BK_OK ? s : BK_EINVAL,
-                      "ForgetfulBloomFilter.to_bytes");
-  }
-  return out;
-}
-
-static PyObject *fbf_from_bytes(PyObject *cls, PyObject *data) {
-  Py_buffer view;
-  if (PyObject_GetBuffer(data, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-  bk_fbf *f = NULL;
-  bk_status s = bk_fbf_deserialize(view.buf, (size_t)view.len, NULL, &f);
-  PyBuffer_Release(&view);
-  if (s != BK_OK) return bkpy_raise(s, "ForgetfulBloomFilter.from_bytes");
-  return fbf_wrap((PyTypeObject *)cls, f);
-}
-
-static PyObject *fbf_reduce(PyObject *o, PyObject *unused) {
-  (void)unused;
-  PyObject *blob = fbf_to_bytes(o, NULL);
-  if (blob == NULL) return NULL;
-  PyObject *ctor = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "from_bytes");
-  if (ctor == NULL) {
-    Py_DECREF(blob);
-    return NULL;
-  }
-  return Py_BuildValue("(N(N))", ctor, blob);
+  return fbf_advance_to((bkpy_object *)o, now);
 }
 
 static PyObject *fbf_get_info(PyObject *o, void *closure) {
   (void)closure;
   bk_fbf_info i;
-  bk_status s = bk_fbf_info_get(((FbfObject *)o)->f, &i);
+  bk_status s = bk_fbf_info_get(((bkpy_object *)o)->h, &i);
   if (s != BK_OK) return bkpy_raise(s, "ForgetfulBloomFilter.info");
   return Py_BuildValue(
       "{s:K,s:I,s:I,s:I,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:n}", "m_bits",
@@ -229,6 +167,29 @@ static PyObject *fbf_get_info(PyObject *o, void *closure) {
       (unsigned long long)i.window_max, "refreshes",
       (unsigned long long)i.refreshes, "memory", (Py_ssize_t)i.memory);
 }
+
+static bk_status fbf_size(const void *h, size_t *out) {
+  return bk_fbf_serialized_size(h, out);
+}
+
+static bk_status fbf_write(const void *h, void *buf, size_t cap,
+                           size_t *written) {
+  return bk_fbf_serialize(h, buf, cap, written);
+}
+
+static bk_status fbf_read(const void *buf, size_t len, void **out) {
+  bk_fbf *h = NULL;
+  bk_status s = bk_fbf_deserialize(buf, len, NULL, &h);
+  *out = h;
+  return s;
+}
+
+static void fbf_destroy(void *h) {
+  bk_fbf_destroy(h);
+}
+
+const bkpy_codec bkpy_fbf_codec = {"ForgetfulBloomFilter", fbf_size, fbf_write,
+                                   fbf_read, fbf_destroy};
 
 static PyMethodDef fbf_methods[] = {
     {"add", (PyCFunction)(void (*)(void))fbf_add, METH_VARARGS | METH_KEYWORDS,
@@ -246,12 +207,12 @@ static PyMethodDef fbf_methods[] = {
     {"advance", fbf_advance, METH_O,
      "advance(now): move the clock to now, running the refreshes due; "
      "InvalidArgumentError if now is earlier than the clock."},
-    {"to_bytes", fbf_to_bytes, METH_NOARGS,
+    {"to_bytes", bkpy_to_bytes, METH_NOARGS,
      "to_bytes() -> bytes: the library's serialized form."},
-    {"from_bytes", fbf_from_bytes, METH_O | METH_CLASS,
+    {"from_bytes", bkpy_from_bytes, METH_O | METH_CLASS,
      "ForgetfulBloomFilter.from_bytes(b): a filter from to_bytes() output; "
      "CorruptError for anything else."},
-    {"__reduce__", fbf_reduce, METH_NOARGS, "pickle support"},
+    {"__reduce__", bkpy_reduce, METH_NOARGS, "pickle support"},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef fbf_getset[] = {
@@ -268,8 +229,8 @@ static PySequenceMethods fbf_as_sequence = {
 
 PyTypeObject bkpy_ForgetfulType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bloomkit.ForgetfulBloomFilter",
-    .tp_basicsize = sizeof(FbfObject),
-    .tp_dealloc = fbf_dealloc,
+    .tp_basicsize = sizeof(bkpy_object),
+    .tp_dealloc = bkpy_dealloc,
     .tp_as_sequence = &fbf_as_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc =

@@ -15,10 +15,6 @@
 
 #include "bloomkit/idem.h"
 
-typedef struct {
-  PyObject_HEAD bk_idem *t;
-} IdemObject;
-
 static PyTypeObject AddResultType;
 
 static PyStructSequence_Field add_result_fields[] = {
@@ -54,16 +50,6 @@ int bkpy_idem_init(PyObject *module) {
   if (PyStructSequence_InitType2(&AddResultType, &add_result_desc) < 0)
     return -1;
   return PyModule_AddObjectRef(module, "AddResult", (PyObject *)&AddResultType);
-}
-
-static PyObject *idem_wrap(PyTypeObject *type, bk_idem *t) {
-  IdemObject *self = (IdemObject *)type->tp_alloc(type, 0);
-  if (self == NULL) {
-    bk_idem_destroy(t);
-    return NULL;
-  }
-  self->t = t;
-  return (PyObject *)self;
 }
 
 static PyObject *idem_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
@@ -103,17 +89,12 @@ static PyObject *idem_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   bk_idem *t = NULL;
   bk_status s = bk_idem_create(&t, &cfg);
   if (s != BK_OK) return bkpy_raise(s, "IdempotentCounters");
-  return idem_wrap(type, t);
-}
-
-static void idem_dealloc(PyObject *o) {
-  bk_idem_destroy(((IdemObject *)o)->t);
-  Py_TYPE(o)->tp_free(o);
+  return bkpy_wrap(type, t);
 }
 
 static PyObject *idem_add(PyObject *o, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"key", "client", "seq", "delta", "now", NULL};
-  IdemObject *self = (IdemObject *)o;
+  bkpy_object *self = (bkpy_object *)o;
   PyObject *key, *client_obj = NULL, *seq_obj = NULL, *now_obj = Py_None;
   long long delta = 1;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OOLO:add", kwlist, &key,
@@ -133,9 +114,9 @@ static PyObject *idem_add(PyObject *o, PyObject *args, PyObject *kw) {
   if (bkpy_key_get(key, &k) < 0) return NULL;
   int64_t value = 0;
   bk_idem_outcome outcome = BK_IDEM_APPLIED;
-  bk_status s = now_obj != Py_None ? bk_idem_advance(self->t, now) : BK_OK;
+  bk_status s = now_obj != Py_None ? bk_idem_advance(self->h, now) : BK_OK;
   if (s == BK_OK)
-    s = bk_idem_add(self->t, k.ptr, k.len, id, (int64_t)delta, &value,
+    s = bk_idem_add(self->h, k.ptr, k.len, id, (int64_t)delta, &value,
                     &outcome);
   bkpy_key_release(&k);
   if (s != BK_OK) return bkpy_raise(s, "IdempotentCounters.add");
@@ -169,10 +150,10 @@ static PyObject *idem_add(PyObject *o, PyObject *args, PyObject *kw) {
 }
 
 /* The value of key: 1 found, 0 absent, -1 error (exception set). */
-static int idem_lookup(IdemObject *self, PyObject *key, int64_t *value) {
+static int idem_lookup(bkpy_object *self, PyObject *key, int64_t *value) {
   bkpy_key k;
   if (bkpy_key_get(key, &k) < 0) return -1;
-  bk_status s = bk_idem_get(self->t, k.ptr, k.len, value);
+  bk_status s = bk_idem_get(self->h, k.ptr, k.len, value);
   bkpy_key_release(&k);
   if (s == BK_ENOTFOUND) return 0;
   if (s != BK_OK) {
@@ -184,7 +165,7 @@ static int idem_lookup(IdemObject *self, PyObject *key, int64_t *value) {
 
 static PyObject *idem_getitem(PyObject *o, PyObject *key) {
   int64_t value;
-  int rc = idem_lookup((IdemObject *)o, key, &value);
+  int rc = idem_lookup((bkpy_object *)o, key, &value);
   if (rc < 0) return NULL;
   if (rc == 0) {
     PyErr_SetObject(PyExc_KeyError, key);
@@ -200,7 +181,7 @@ static PyObject *idem_get(PyObject *o, PyObject *const *args,
     return NULL;
   }
   int64_t value;
-  int rc = idem_lookup((IdemObject *)o, args[0], &value);
+  int rc = idem_lookup((bkpy_object *)o, args[0], &value);
   if (rc < 0) return NULL;
   if (rc == 0) {
     PyObject *dflt = nargs == 2 ? args[1] : Py_None;
@@ -212,7 +193,7 @@ static PyObject *idem_get(PyObject *o, PyObject *const *args,
 
 static int idem_contains(PyObject *o, PyObject *key) {
   int64_t value;
-  return idem_lookup((IdemObject *)o, key, &value);
+  return idem_lookup((bkpy_object *)o, key, &value);
 }
 
 static int idem_setitem(PyObject *o, PyObject *key, PyObject *v) {
@@ -224,7 +205,7 @@ static int idem_setitem(PyObject *o, PyObject *key, PyObject *v) {
   }
   bkpy_key k;
   if (bkpy_key_get(key, &k) < 0) return -1;
-  bk_status s = bk_idem_remove(((IdemObject *)o)->t, k.ptr, k.len);
+  bk_status s = bk_idem_remove(((bkpy_object *)o)->h, k.ptr, k.len);
   bkpy_key_release(&k);
   if (s == BK_ENOTFOUND) {
     PyErr_SetObject(PyExc_KeyError, key);
@@ -250,7 +231,7 @@ static PyObject *idem_items(PyObject *o, PyObject *unused) {
   (void)unused;
   PyObject *list = PyList_New(0);
   if (list == NULL) return NULL;
-  bk_status s = bk_idem_iterate(((IdemObject *)o)->t, collect_pair, list);
+  bk_status s = bk_idem_iterate(((bkpy_object *)o)->h, collect_pair, list);
   if (PyErr_Occurred()) {
     Py_DECREF(list);
     return NULL;
@@ -270,8 +251,8 @@ static PyObject *idem_iter(PyObject *o) {
   return it;
 }
 
-static int idem_info(IdemObject *self, bk_idem_info *i) {
-  bk_status s = bk_idem_info_get(self->t, i);
+static int idem_info(bkpy_object *self, bk_idem_info *i) {
+  bk_status s = bk_idem_info_get(self->h, i);
   if (s != BK_OK) {
     bkpy_raise(s, "IdempotentCounters.info");
     return -1;
@@ -281,14 +262,14 @@ static int idem_info(IdemObject *self, bk_idem_info *i) {
 
 static Py_ssize_t idem_len(PyObject *o) {
   bk_idem_info i;
-  if (idem_info((IdemObject *)o, &i) < 0) return -1;
+  if (idem_info((bkpy_object *)o, &i) < 0) return -1;
   return (Py_ssize_t)i.keys;
 }
 
 static PyObject *idem_get_info(PyObject *o, void *closure) {
   (void)closure;
   bk_idem_info i;
-  if (idem_info((IdemObject *)o, &i) < 0) return NULL;
+  if (idem_info((bkpy_object *)o, &i) < 0) return NULL;
   return Py_BuildValue(
       "{s:s,s:K,s:K,s:K,s:n,s:n,s:d,s:K,s:I,s:K,s:I,s:K,s:K,s:K,s:K,s:K,"
       "s:n,s:K}",
@@ -309,7 +290,7 @@ static PyObject *idem_get_info(PyObject *o, void *closure) {
 static PyObject *idem_advance(PyObject *o, PyObject *now_obj) {
   uint64_t now;
   if (bkpy_u64(now_obj, "now", &now) < 0) return NULL;
-  bk_status s = bk_idem_advance(((IdemObject *)o)->t, now);
+  bk_status s = bk_idem_advance(((bkpy_object *)o)->h, now);
   if (s != BK_OK)
     return bkpy_raise(s,
                       "IdempotentCounters.advance (time going "
@@ -317,46 +298,28 @@ static PyObject *idem_advance(PyObject *o, PyObject *now_obj) {
   Py_RETURN_NONE;
 }
 
-static PyObject *idem_to_bytes(PyObject *o, PyObject *unused) {
-  (void)unused;
-  const bk_idem *t = ((IdemObject *)o)->t;
-  size_t n = 0;
-  bk_status s = bk_idem_serialized_size(t, &n);
-  if (s != BK_OK) return bkpy_raise(s, "IdempotentCounters.to_bytes");
-  PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
-  if (out == NULL) return NULL;
-  size_t written = 0;
-  s = bk_idem_serialize(t, PyBytes_AS_STRING(out), n, &written);
-  if (s != BK_OK) {
-    Py_DECREF(out);
-    return bkpy_raise(s, "IdempotentCounters.to_bytes");
-  }
-  if (written != n && _PyBytes_Resize(&out, (Py_ssize_t)written) < 0)
-    return NULL;
-  return out;
+static bk_status idem_size(const void *h, size_t *out) {
+  return bk_idem_serialized_size(h, out);
 }
 
-static PyObject *idem_from_bytes(PyObject *cls, PyObject *data) {
-  Py_buffer view;
-  if (PyObject_GetBuffer(data, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-  bk_idem *t = NULL;
-  bk_status s = bk_idem_deserialize(view.buf, (size_t)view.len, NULL, &t);
-  PyBuffer_Release(&view);
-  if (s != BK_OK) return bkpy_raise(s, "IdempotentCounters.from_bytes");
-  return idem_wrap((PyTypeObject *)cls, t);
+static bk_status idem_write(const void *h, void *buf, size_t cap,
+                            size_t *written) {
+  return bk_idem_serialize(h, buf, cap, written);
 }
 
-static PyObject *idem_reduce(PyObject *o, PyObject *unused) {
-  (void)unused;
-  PyObject *blob = idem_to_bytes(o, NULL);
-  if (blob == NULL) return NULL;
-  PyObject *ctor = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "from_bytes");
-  if (ctor == NULL) {
-    Py_DECREF(blob);
-    return NULL;
-  }
-  return Py_BuildValue("(N(N))", ctor, blob);
+static bk_status idem_read(const void *buf, size_t len, void **out) {
+  bk_idem *h = NULL;
+  bk_status s = bk_idem_deserialize(buf, len, NULL, &h);
+  *out = h;
+  return s;
 }
+
+static void idem_destroy(void *h) {
+  bk_idem_destroy(h);
+}
+
+const bkpy_codec bkpy_idem_codec = {"IdempotentCounters", idem_size, idem_write,
+                                    idem_read, idem_destroy};
 
 static PyMethodDef idem_methods[] = {
     {"add", (PyCFunction)(void (*)(void))idem_add, METH_VARARGS | METH_KEYWORDS,
@@ -371,12 +334,12 @@ static PyMethodDef idem_methods[] = {
     {"advance", idem_advance, METH_O,
      "advance(now): move the table's clock; InvalidArgumentError if now is "
      "earlier than the clock."},
-    {"to_bytes", idem_to_bytes, METH_NOARGS,
+    {"to_bytes", bkpy_to_bytes, METH_NOARGS,
      "to_bytes() -> bytes: a snapshot in the library's serialized form."},
-    {"from_bytes", idem_from_bytes, METH_O | METH_CLASS,
+    {"from_bytes", bkpy_from_bytes, METH_O | METH_CLASS,
      "IdempotentCounters.from_bytes(b): restore a snapshot; CorruptError "
      "for anything else."},
-    {"__reduce__", idem_reduce, METH_NOARGS, "pickle support"},
+    {"__reduce__", bkpy_reduce, METH_NOARGS, "pickle support"},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef idem_getset[] = {
@@ -398,8 +361,8 @@ static PySequenceMethods idem_as_sequence = {
 
 PyTypeObject bkpy_IdemType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bloomkit.IdempotentCounters",
-    .tp_basicsize = sizeof(IdemObject),
-    .tp_dealloc = idem_dealloc,
+    .tp_basicsize = sizeof(bkpy_object),
+    .tp_dealloc = bkpy_dealloc,
     .tp_as_sequence = &idem_as_sequence,
     .tp_as_mapping = &idem_as_mapping,
     .tp_flags = Py_TPFLAGS_DEFAULT,

@@ -122,6 +122,72 @@ int bkpy_u64(PyObject *obj, const char *name, uint64_t *out) {
   return 0;
 }
 
+static const bkpy_codec *codec_of(PyTypeObject *type) {
+  if (type == &bkpy_BloomFilterType) return &bkpy_bloom_codec;
+  if (type == &bkpy_ForgetfulType) return &bkpy_fbf_codec;
+  return &bkpy_idem_codec;
+}
+
+PyObject *bkpy_wrap(PyTypeObject *type, void *h) {
+  bkpy_object *self = (bkpy_object *)type->tp_alloc(type, 0);
+  if (self == NULL) {
+    codec_of(type)->destroy(h);
+    return NULL;
+  }
+  self->h = h;
+  return (PyObject *)self;
+}
+
+void bkpy_dealloc(PyObject *self) {
+  codec_of(Py_TYPE(self))->destroy(((bkpy_object *)self)->h);
+  Py_TYPE(self)->tp_free(self);
+}
+
+PyObject *bkpy_to_bytes(PyObject *self, PyObject *unused) {
+  (void)unused;
+  const bkpy_codec *c = codec_of(Py_TYPE(self));
+  const void *h = ((bkpy_object *)self)->h;
+  size_t n = 0;
+  bk_status s = c->size(h, &n);
+  if (s != BK_OK) return bkpy_raise(s, c->name);
+  PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+  if (out == NULL) return NULL;
+  size_t written = 0;
+  s = c->write(h, PyBytes_AS_STRING(out), n, &written);
+  if (s != BK_OK) {
+    Py_DECREF(out);
+    return bkpy_raise(s, c->name);
+  }
+  /* A size is an upper bound for some structures (the counters' table). */
+  if (written != n && _PyBytes_Resize(&out, (Py_ssize_t)written) < 0)
+    return NULL;
+  return out;
+}
+
+PyObject *bkpy_from_bytes(PyObject *cls, PyObject *data) {
+  const bkpy_codec *c = codec_of((PyTypeObject *)cls);
+  Py_buffer view;
+  if (PyObject_GetBuffer(data, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+  void *h = NULL;
+  bk_status s = c->read(view.buf, (size_t)view.len, &h);
+  PyBuffer_Release(&view);
+  if (s != BK_OK) return bkpy_raise(s, c->name);
+  return bkpy_wrap((PyTypeObject *)cls, h);
+}
+
+PyObject *bkpy_reduce(PyObject *self, PyObject *unused) {
+  (void)unused;
+  PyObject *blob = bkpy_to_bytes(self, NULL);
+  if (blob == NULL) return NULL;
+  PyObject *ctor =
+      PyObject_GetAttrString((PyObject *)Py_TYPE(self), "from_bytes");
+  if (ctor == NULL) {
+    Py_DECREF(blob);
+    return NULL;
+  }
+  return Py_BuildValue("(N(N))", ctor, blob);
+}
+
 /* A new exception class bloomkit.<name> under `bases`; added to m. */
 static PyObject *new_error(PyObject *m, const char *name, PyObject *bases,
                            const char *doc) {
