@@ -8,7 +8,8 @@
  * refresh period t = ceil(window / (N + 1)), so (N + 1) t covers the
  * window and min_window = window keeps every key at least `window`;
  * `capacity` is keys per window, so each period is sized for
- * ceil(capacity t / window) of them.
+ * ceil(capacity t / window) of them, and `fpp` is the whole filter's
+ * false positive rate at that load.
  */
 #include "bkpy.h"
 
@@ -52,14 +53,18 @@ static PyObject *fbf_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   bk_fbf_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.capacity = per_period;
-  cfg.fpp = fpp;
+  /* fpp is the whole filter's rate (what a check answers with), as in
+   * the Redis module: each constituent filter is sized for the rate that
+   * gives it (bk_fbf_filter_fpp_for). */
+  bk_status s = bk_fbf_filter_fpp_for(per_period, n_past, fpp, &cfg.fpp);
+  if (s != BK_OK) return bkpy_raise(s, "ForgetfulBloomFilter");
   cfg.n_past = n_past;
   cfg.refresh_period = period;
   cfg.min_window = window;
   cfg.start_time = now;
   cfg.seed = seed;
   bk_fbf *f = NULL;
-  bk_status s = bk_fbf_create(&f, &cfg);
+  s = bk_fbf_create(&f, &cfg);
   if (s != BK_OK) return bkpy_raise(s, "ForgetfulBloomFilter");
   return bkpy_wrap(type, f);
 }
