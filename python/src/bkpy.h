@@ -64,6 +64,9 @@ PyObject *bkpy_to_bytes(PyObject *self, PyObject *unused);
 PyObject *bkpy_from_bytes(PyObject *cls, PyObject *data);
 PyObject *bkpy_reduce(PyObject *self, PyObject *unused);
 
+/* A Python int as an unsigned int at most max; -1 with an exception. */
+int bkpy_uint(PyObject *obj, const char *name, unsigned max, unsigned *out);
+
 /* Exception classes (module.c). */
 extern PyObject *bkpy_Error;
 extern PyObject *bkpy_TooOldError;

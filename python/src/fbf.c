@@ -21,10 +21,14 @@ static PyObject *fbf_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"capacity", "fpp",  "window", "n_past",
                            "now",      "seed", NULL};
   PyObject *cap_obj, *win_obj, *now_obj = NULL, *seed_obj = NULL;
+  PyObject *n_past_obj = NULL;
   double fpp;
   unsigned n_past = 2;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "OdO|IOO", kwlist, &cap_obj, &fpp,
-                                   &win_obj, &n_past, &now_obj, &seed_obj))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OdO|OOO", kwlist, &cap_obj, &fpp,
+                                   &win_obj, &n_past_obj, &now_obj, &seed_obj))
+    return NULL;
+  if (n_past_obj != NULL &&
+      bkpy_uint(n_past_obj, "n_past", BK_FBF_MAX_FILTERS - 2, &n_past) < 0)
     return NULL;
   uint64_t capacity, window, now = 0, seed = 0;
   if (bkpy_u64(cap_obj, "capacity", &capacity) < 0 ||

@@ -57,12 +57,19 @@ static PyObject *idem_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
                            "now",           "n_past",         "fpp",
                            "seed",          "ops_per_period", NULL};
   PyObject *timeout_obj, *now_obj = NULL, *seed_obj = NULL, *ops_obj = NULL;
+  PyObject *window_obj = NULL, *n_past_obj = NULL;
   const char *strategy = "hybrid";
   unsigned window = BK_IDEM_WINDOW_DEFAULT, n_past = 0;
   double fpp = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|sIOIdOO", kwlist, &timeout_obj,
-                                   &strategy, &window, &now_obj, &n_past, &fpp,
-                                   &seed_obj, &ops_obj))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|sOOOdOO", kwlist, &timeout_obj,
+                                   &strategy, &window_obj, &now_obj,
+                                   &n_past_obj, &fpp, &seed_obj, &ops_obj))
+    return NULL;
+  /* The library checks the ranges; these bounds only keep the values from
+   * wrapping in an unsigned int. */
+  if ((window_obj != NULL &&
+       bkpy_uint(window_obj, "window", BK_IDEM_WINDOW_MAX, &window) < 0) ||
+      (n_past_obj != NULL && bkpy_uint(n_past_obj, "n_past", 64, &n_past) < 0))
     return NULL;
   bk_idem_config cfg;
   memset(&cfg, 0, sizeof cfg);

@@ -188,6 +188,17 @@ PyObject *bkpy_reduce(PyObject *self, PyObject *unused) {
   return Py_BuildValue("(N(N))", ctor, blob);
 }
 
+int bkpy_uint(PyObject *obj, const char *name, unsigned max, unsigned *out) {
+  uint64_t v;
+  if (bkpy_u64(obj, name, &v) < 0) return -1;
+  if (v > max) {
+    PyErr_Format(PyExc_ValueError, "%s must be at most %u", name, max);
+    return -1;
+  }
+  *out = (unsigned)v;
+  return 0;
+}
+
 /* A new exception class bloomkit.<name> under `bases`; added to m. */
 static PyObject *new_error(PyObject *m, const char *name, PyObject *bases,
                            const char *doc) {

@@ -57,6 +57,9 @@ def test_time_going_backwards_is_an_error():
         bloomkit.ForgetfulBloomFilter(100, 1.5, 10)
     with pytest.raises(ValueError):
         bloomkit.ForgetfulBloomFilter(100, 0.0, 10)
+    for n_past in (0, 63, 2**32 + 2, -1):
+        with pytest.raises(ValueError):
+            bloomkit.ForgetfulBloomFilter(100, 0.01, 10, n_past=n_past)
 
 
 def test_bytes_and_pickle_round_trip():

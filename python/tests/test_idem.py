@@ -157,3 +157,10 @@ def test_matches_a_model(seq_ops, strategy):
         assert r.applied is fresh
         assert r.value == values.get(key, 0)
     assert dict(t) == {k.encode(): v for k, v in values.items()}
+
+
+@pytest.mark.parametrize("kwargs", [{"window": 2**32 + 256}, {"window": -1},
+                                    {"n_past": 2**32 + 2}, {"now": -1}])
+def test_out_of_range_arguments_do_not_wrap(kwargs):
+    with pytest.raises(ValueError):
+        bloomkit.IdempotentCounters(100, **kwargs)
