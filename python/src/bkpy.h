@@ -54,6 +54,7 @@ typedef struct bkpy_codec {
 extern const bkpy_codec bkpy_bloom_codec;
 extern const bkpy_codec bkpy_fbf_codec;
 extern const bkpy_codec bkpy_idem_codec;
+extern const bkpy_codec bkpy_cbf_codec, bkpy_scbf_codec;
 
 /* A new object of `type` owning h (destroyed on failure). */
 PyObject *bkpy_wrap(PyTypeObject *type, void *h);
@@ -75,6 +76,7 @@ extern PyObject *bkpy_TooOldError;
 extern PyTypeObject bkpy_BloomFilterType;
 extern PyTypeObject bkpy_ForgetfulType;
 extern PyTypeObject bkpy_IdemType;
+extern PyTypeObject bkpy_CbfType, bkpy_ScbfType; /* cbf.c */
 int bkpy_idem_init(PyObject *module);
 
 #endif

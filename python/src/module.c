@@ -125,6 +125,8 @@ int bkpy_u64(PyObject *obj, const char *name, uint64_t *out) {
 static const bkpy_codec *codec_of(PyTypeObject *type) {
   if (type == &bkpy_BloomFilterType) return &bkpy_bloom_codec;
   if (type == &bkpy_ForgetfulType) return &bkpy_fbf_codec;
+  if (type == &bkpy_CbfType) return &bkpy_cbf_codec;
+  if (type == &bkpy_ScbfType) return &bkpy_scbf_codec;
   return &bkpy_idem_codec;
 }
 
@@ -268,6 +270,8 @@ PyMODINIT_FUNC PyInit__bloomkit(void) {
       add_type(m, &bkpy_ForgetfulType, "ForgetfulBloomFilter") < 0 ||
       bkpy_idem_init(m) < 0 ||
       add_type(m, &bkpy_IdemType, "IdempotentCounters") < 0 ||
+      add_type(m, &bkpy_CbfType, "CountingBloomFilter") < 0 ||
+      add_type(m, &bkpy_ScbfType, "ScalableCountingFilter") < 0 ||
       PyModule_AddStringConstant(m, "library_version", bk_version_string()) <
           0) {
     Py_DECREF(m);
