@@ -54,6 +54,9 @@ typedef struct bkpy_codec {
 extern const bkpy_codec bkpy_bloom_codec;
 extern const bkpy_codec bkpy_fbf_codec;
 extern const bkpy_codec bkpy_idem_codec;
+extern const bkpy_codec bkpy_kbf_codec;
+extern const bkpy_codec bkpy_bloomclock_codec;
+extern const bkpy_codec bkpy_vclock_codec;
 
 /* A new object of `type` owning h (destroyed on failure). */
 PyObject *bkpy_wrap(PyTypeObject *type, void *h);
@@ -70,11 +73,15 @@ int bkpy_uint(PyObject *obj, const char *name, unsigned max, unsigned *out);
 /* Exception classes (module.c). */
 extern PyObject *bkpy_Error;
 extern PyObject *bkpy_TooOldError;
+extern PyObject *bkpy_UndecodableError;
 
 /* Types (bloom.c, fbf.c, idem.c) and their one-time setup. */
 extern PyTypeObject bkpy_BloomFilterType;
 extern PyTypeObject bkpy_ForgetfulType;
 extern PyTypeObject bkpy_IdemType;
 int bkpy_idem_init(PyObject *module);
+extern PyTypeObject bkpy_KbfType;         /* kbf.c */
+extern PyTypeObject bkpy_BloomClockType;  /* clock.c */
+extern PyTypeObject bkpy_VectorClockType; /* clock.c */
 
 #endif
