@@ -55,6 +55,9 @@ extern const bkpy_codec bkpy_bloom_codec;
 extern const bkpy_codec bkpy_fbf_codec;
 extern const bkpy_codec bkpy_idem_codec;
 extern const bkpy_codec bkpy_cbf_codec, bkpy_scbf_codec;
+extern const bkpy_codec bkpy_kbf_codec;
+extern const bkpy_codec bkpy_bloomclock_codec;
+extern const bkpy_codec bkpy_vclock_codec;
 
 /* A new object of `type` owning h (destroyed on failure). */
 PyObject *bkpy_wrap(PyTypeObject *type, void *h);
@@ -71,6 +74,7 @@ int bkpy_uint(PyObject *obj, const char *name, unsigned max, unsigned *out);
 /* Exception classes (module.c). */
 extern PyObject *bkpy_Error;
 extern PyObject *bkpy_TooOldError;
+extern PyObject *bkpy_UndecodableError;
 
 /* Types (bloom.c, fbf.c, idem.c) and their one-time setup. */
 extern PyTypeObject bkpy_BloomFilterType;
@@ -78,5 +82,8 @@ extern PyTypeObject bkpy_ForgetfulType;
 extern PyTypeObject bkpy_IdemType;
 extern PyTypeObject bkpy_CbfType, bkpy_ScbfType; /* cbf.c */
 int bkpy_idem_init(PyObject *module);
+extern PyTypeObject bkpy_KbfType;         /* kbf.c */
+extern PyTypeObject bkpy_BloomClockType;  /* clock.c */
+extern PyTypeObject bkpy_VectorClockType; /* clock.c */
 
 #endif

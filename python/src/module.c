@@ -15,6 +15,7 @@
 
 PyObject *bkpy_Error;
 PyObject *bkpy_TooOldError;
+PyObject *bkpy_UndecodableError;
 static PyObject *InvalidArgumentError;
 static PyObject *OutOfMemoryError;
 static PyObject *CorruptError;
@@ -127,6 +128,9 @@ static const bkpy_codec *codec_of(PyTypeObject *type) {
   if (type == &bkpy_ForgetfulType) return &bkpy_fbf_codec;
   if (type == &bkpy_CbfType) return &bkpy_cbf_codec;
   if (type == &bkpy_ScbfType) return &bkpy_scbf_codec;
+  if (type == &bkpy_KbfType) return &bkpy_kbf_codec;
+  if (type == &bkpy_BloomClockType) return &bkpy_bloomclock_codec;
+  if (type == &bkpy_VectorClockType) return &bkpy_vclock_codec;
   return &bkpy_idem_codec;
 }
 
@@ -243,6 +247,10 @@ static int add_errors(PyObject *m) {
       "IdempotentCounters (strategy 'window'): the op's seq is below its "
       "client's window, so it cannot be decided; nothing was applied. "
       "The counter's current value is in the `value` attribute.");
+  bkpy_UndecodableError = new_error2(
+      m, "UndecodableError", PyExc_KeyError,
+      "KeyValueBloomFilter: the key's cells hold too many values to decode.");
+  if (bkpy_UndecodableError == NULL) return -1;
   if (InvalidArgumentError == NULL || OutOfMemoryError == NULL ||
       CorruptError == NULL || RangeError == NULL || bkpy_TooOldError == NULL)
     return -1;
@@ -272,6 +280,9 @@ PyMODINIT_FUNC PyInit__bloomkit(void) {
       add_type(m, &bkpy_IdemType, "IdempotentCounters") < 0 ||
       add_type(m, &bkpy_CbfType, "CountingBloomFilter") < 0 ||
       add_type(m, &bkpy_ScbfType, "ScalableCountingFilter") < 0 ||
+      add_type(m, &bkpy_KbfType, "KeyValueBloomFilter") < 0 ||
+      add_type(m, &bkpy_BloomClockType, "BloomClock") < 0 ||
+      add_type(m, &bkpy_VectorClockType, "VectorClock") < 0 ||
       PyModule_AddStringConstant(m, "library_version", bk_version_string()) <
           0) {
     Py_DECREF(m);
