@@ -51,6 +51,28 @@ typedef struct bkpy_codec {
   void (*destroy)(void *h);
 } bkpy_codec;
 
+/* The codec of a type whose library calls are bk_<T>_serialized_size,
+ * _serialize, _deserialize (libc allocator) and _destroy: defines
+ * <p>_size, <p>_write, <p>_read, <p>_destroy and `var`. */
+#define BKPY_DEFINE_CODEC(var, pyname, p, T)                           \
+  static bk_status p##_size(const void *h, size_t *out) {              \
+    return bk_##T##_serialized_size(h, out);                           \
+  }                                                                    \
+  static bk_status p##_write(const void *h, void *buf, size_t cap,     \
+                             size_t *written) {                        \
+    return bk_##T##_serialize(h, buf, cap, written);                   \
+  }                                                                    \
+  static bk_status p##_read(const void *buf, size_t len, void **out) { \
+    bk_##T *h = NULL;                                                  \
+    bk_status s = bk_##T##_deserialize(buf, len, NULL, &h);            \
+    *out = h;                                                          \
+    return s;                                                          \
+  }                                                                    \
+  static void p##_destroy(void *h) {                                   \
+    bk_##T##_destroy(h);                                               \
+  }                                                                    \
+  const bkpy_codec var = {pyname, p##_size, p##_write, p##_read, p##_destroy}
+
 extern const bkpy_codec bkpy_bloom_codec;
 extern const bkpy_codec bkpy_fbf_codec;
 extern const bkpy_codec bkpy_idem_codec;

@@ -143,28 +143,7 @@ static PyObject *bloom_get_info(PyObject *o, void *closure) {
                        (Py_ssize_t)info.memory);
 }
 
-static bk_status bloom_size(const void *h, size_t *out) {
-  return bk_bloom_serialized_size(h, out);
-}
-
-static bk_status bloom_write(const void *h, void *buf, size_t cap,
-                             size_t *written) {
-  return bk_bloom_serialize(h, buf, cap, written);
-}
-
-static bk_status bloom_read(const void *buf, size_t len, void **out) {
-  bk_bloom *h = NULL;
-  bk_status s = bk_bloom_deserialize(buf, len, NULL, &h);
-  *out = h;
-  return s;
-}
-
-static void bloom_destroy(void *h) {
-  bk_bloom_destroy(h);
-}
-
-const bkpy_codec bkpy_bloom_codec = {"BloomFilter", bloom_size, bloom_write,
-                                     bloom_read, bloom_destroy};
+BKPY_DEFINE_CODEC(bkpy_bloom_codec, "BloomFilter", bloom, bloom);
 
 static PyMethodDef bloom_methods[] = {
     {"add", bloom_add, METH_O, "add(key): insert key."},

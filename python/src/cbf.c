@@ -198,28 +198,7 @@ static PyObject *cbf_get_info(PyObject *o, void *closure) {
       (Py_ssize_t)i.memory);
 }
 
-static bk_status cbf_size(const void *h, size_t *out) {
-  return bk_cbf_serialized_size(h, out);
-}
-
-static bk_status cbf_write(const void *h, void *buf, size_t cap,
-                           size_t *written) {
-  return bk_cbf_serialize(h, buf, cap, written);
-}
-
-static bk_status cbf_read(const void *buf, size_t len, void **out) {
-  bk_cbf *h = NULL;
-  bk_status s = bk_cbf_deserialize(buf, len, NULL, &h);
-  *out = h;
-  return s;
-}
-
-static void cbf_destroy(void *h) {
-  bk_cbf_destroy(h);
-}
-
-const bkpy_codec bkpy_cbf_codec = {"CountingBloomFilter", cbf_size, cbf_write,
-                                   cbf_read, cbf_destroy};
+BKPY_DEFINE_CODEC(bkpy_cbf_codec, "CountingBloomFilter", cbf, cbf);
 
 static PyMethodDef cbf_methods[] = {
     {"add", cbf_add, METH_O,
@@ -493,28 +472,7 @@ static PyObject *scbf_get_closed(PyObject *o, void *closure) {
   return PyBool_FromLong(((bkpy_object *)o)->h == NULL);
 }
 
-static bk_status scbf_size(const void *h, size_t *out) {
-  return bk_scbf_serialized_size(h, out);
-}
-
-static bk_status scbf_write(const void *h, void *buf, size_t cap,
-                            size_t *written) {
-  return bk_scbf_serialize(h, buf, cap, written);
-}
-
-static bk_status scbf_read(const void *buf, size_t len, void **out) {
-  bk_scbf *h = NULL;
-  bk_status s = bk_scbf_deserialize(buf, len, NULL, &h);
-  *out = h;
-  return s;
-}
-
-static void scbf_destroy(void *h) {
-  bk_scbf_destroy(h);
-}
-
-const bkpy_codec bkpy_scbf_codec = {"ScalableCountingFilter", scbf_size,
-                                    scbf_write, scbf_read, scbf_destroy};
+BKPY_DEFINE_CODEC(bkpy_scbf_codec, "ScalableCountingFilter", scbf, scbf);
 
 static PyMethodDef scbf_methods[] = {
     {"add", scbf_add, METH_VARARGS,

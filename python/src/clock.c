@@ -117,28 +117,7 @@ static PyObject *bc_get_info(PyObject *o, void *closure) {
                        (unsigned long long)in.saturated, "sum", in.sum);
 }
 
-static bk_status bc_size(const void *h, size_t *out) {
-  return bk_bloomclock_serialized_size(h, out);
-}
-
-static bk_status bc_write(const void *h, void *buf, size_t cap,
-                          size_t *written) {
-  return bk_bloomclock_serialize(h, buf, cap, written);
-}
-
-static bk_status bc_read(const void *buf, size_t len, void **out) {
-  bk_bloomclock *h = NULL;
-  bk_status s = bk_bloomclock_deserialize(buf, len, NULL, &h);
-  *out = h;
-  return s;
-}
-
-static void bc_destroy(void *h) {
-  bk_bloomclock_destroy(h);
-}
-
-const bkpy_codec bkpy_bloomclock_codec = {"BloomClock", bc_size, bc_write,
-                                          bc_read, bc_destroy};
+BKPY_DEFINE_CODEC(bkpy_bloomclock_codec, "BloomClock", bc, bloomclock);
 
 static PyMethodDef bc_methods[] = {
     {"tick", bc_tick, METH_NOARGS, "tick(): a local (internal or send) event."},
@@ -234,28 +213,7 @@ static PyObject *vc_item(PyObject *o, Py_ssize_t j) {
   return PyLong_FromUnsignedLong(v);
 }
 
-static bk_status vc_size(const void *h, size_t *out) {
-  return bk_vclock_serialized_size(h, out);
-}
-
-static bk_status vc_write(const void *h, void *buf, size_t cap,
-                          size_t *written) {
-  return bk_vclock_serialize(h, buf, cap, written);
-}
-
-static bk_status vc_read(const void *buf, size_t len, void **out) {
-  bk_vclock *h = NULL;
-  bk_status s = bk_vclock_deserialize(buf, len, NULL, &h);
-  *out = h;
-  return s;
-}
-
-static void vc_destroy(void *h) {
-  bk_vclock_destroy(h);
-}
-
-const bkpy_codec bkpy_vclock_codec = {"VectorClock", vc_size, vc_write, vc_read,
-                                      vc_destroy};
+BKPY_DEFINE_CODEC(bkpy_vclock_codec, "VectorClock", vc, vclock);
 
 static PyMethodDef vc_methods[] = {
     {"tick", vc_tick, METH_NOARGS, "tick(): a local event (V[i] += 1)."},

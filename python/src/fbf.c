@@ -177,28 +177,7 @@ static PyObject *fbf_get_info(PyObject *o, void *closure) {
       (unsigned long long)i.refreshes, "memory", (Py_ssize_t)i.memory);
 }
 
-static bk_status fbf_size(const void *h, size_t *out) {
-  return bk_fbf_serialized_size(h, out);
-}
-
-static bk_status fbf_write(const void *h, void *buf, size_t cap,
-                           size_t *written) {
-  return bk_fbf_serialize(h, buf, cap, written);
-}
-
-static bk_status fbf_read(const void *buf, size_t len, void **out) {
-  bk_fbf *h = NULL;
-  bk_status s = bk_fbf_deserialize(buf, len, NULL, &h);
-  *out = h;
-  return s;
-}
-
-static void fbf_destroy(void *h) {
-  bk_fbf_destroy(h);
-}
-
-const bkpy_codec bkpy_fbf_codec = {"ForgetfulBloomFilter", fbf_size, fbf_write,
-                                   fbf_read, fbf_destroy};
+BKPY_DEFINE_CODEC(bkpy_fbf_codec, "ForgetfulBloomFilter", fbf, fbf);
 
 static PyMethodDef fbf_methods[] = {
     {"add", (PyCFunction)(void (*)(void))fbf_add, METH_VARARGS | METH_KEYWORDS,

@@ -305,28 +305,7 @@ static PyObject *idem_advance(PyObject *o, PyObject *now_obj) {
   Py_RETURN_NONE;
 }
 
-static bk_status idem_size(const void *h, size_t *out) {
-  return bk_idem_serialized_size(h, out);
-}
-
-static bk_status idem_write(const void *h, void *buf, size_t cap,
-                            size_t *written) {
-  return bk_idem_serialize(h, buf, cap, written);
-}
-
-static bk_status idem_read(const void *buf, size_t len, void **out) {
-  bk_idem *h = NULL;
-  bk_status s = bk_idem_deserialize(buf, len, NULL, &h);
-  *out = h;
-  return s;
-}
-
-static void idem_destroy(void *h) {
-  bk_idem_destroy(h);
-}
-
-const bkpy_codec bkpy_idem_codec = {"IdempotentCounters", idem_size, idem_write,
-                                    idem_read, idem_destroy};
+BKPY_DEFINE_CODEC(bkpy_idem_codec, "IdempotentCounters", idem, idem);
 
 static PyMethodDef idem_methods[] = {
     {"add", (PyCFunction)(void (*)(void))idem_add, METH_VARARGS | METH_KEYWORDS,

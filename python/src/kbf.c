@@ -205,28 +205,7 @@ static PyObject *kbf_get_info(PyObject *o, void *closure) {
                        (unsigned long long)in.seed);
 }
 
-static bk_status kbf_size(const void *h, size_t *out) {
-  return bk_kbf_serialized_size(h, out);
-}
-
-static bk_status kbf_write(const void *h, void *buf, size_t cap,
-                           size_t *written) {
-  return bk_kbf_serialize(h, buf, cap, written);
-}
-
-static bk_status kbf_read(const void *buf, size_t len, void **out) {
-  bk_kbf *h = NULL;
-  bk_status s = bk_kbf_deserialize(buf, len, NULL, &h);
-  *out = h;
-  return s;
-}
-
-static void kbf_destroy(void *h) {
-  bk_kbf_destroy(h);
-}
-
-const bkpy_codec bkpy_kbf_codec = {"KeyValueBloomFilter", kbf_size, kbf_write,
-                                   kbf_read, kbf_destroy};
+BKPY_DEFINE_CODEC(bkpy_kbf_codec, "KeyValueBloomFilter", kbf, kbf);
 
 static PyMethodDef kbf_methods[] = {
     {"get", (PyCFunction)(void (*)(void))kbf_get, METH_FASTCALL,
