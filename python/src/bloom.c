@@ -49,7 +49,16 @@ static int parse_hash(const char *s, bk_hash_alg *out) {
 /* A new BloomFilter object over cfg (single_writer as cfg says). */
 static PyObject *bloom_make(PyTypeObject *type, const bk_bloom_config *cfg) {
   bk_bloom *b = NULL;
-  bk_status s = bk_bloom_create(&b, cfg);
+  bk_status s;
+  /* A big filter's zeroed memory takes a while to fault in: without the
+   * GIL (there is no object yet for another thread to see). */
+  if (cfg->capacity >= (1u << 20) || cfg->m_bits >= ((uint64_t)1 << 23)) {
+    PyThreadState *ts = PyEval_SaveThread();
+    s = bk_bloom_create(&b, cfg);
+    PyEval_RestoreThread(ts);
+  } else {
+    s = bk_bloom_create(&b, cfg);
+  }
   if (s != BK_OK) return bkpy_raise(s, "BloomFilter");
   PyObject *o = bkpy_wrap(type, b);
   if (o != NULL) ((bkpy_object *)o)->single_writer = cfg->single_writer;

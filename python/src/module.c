@@ -411,24 +411,57 @@ void bkpy_dealloc(PyObject *self) {
   Py_TYPE(self)->tp_free(self);
 }
 
-PyObject *bkpy_to_bytes(PyObject *self, PyObject *unused) {
-  (void)unused;
-  const bkpy_codec *c = codec_of(Py_TYPE(self));
+/* Blobs from this size on are written and read with the GIL released. */
+#define BKPY_BIG_BLOB ((size_t)1 << 20)
+
+/* Whether c's serialize may run beside the other calls on the same handle
+ * (bloom.h, fbf.h and idem.h say so), so to_bytes can drop the GIL. */
+static int serialize_beside_writes(const bkpy_codec *c) {
+  return c == &bkpy_bloom_codec || c == &bkpy_fbf_codec ||
+         c == &bkpy_idem_codec;
+}
+
+/* c->write into a new bytes object of c->size bytes; GIL dropped when
+ * release (self->busy counts it). */
+static PyObject *write_blob(PyObject *self, const bkpy_codec *c, int release,
+                            bk_status *st) {
   const void *h = ((bkpy_object *)self)->h;
   size_t n = 0;
-  bk_status s = c->size(h, &n);
-  if (s != BK_OK) return bkpy_raise(s, c->name);
+  *st = c->size(h, &n);
+  if (*st != BK_OK) return NULL;
   PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
   if (out == NULL) return NULL;
   size_t written = 0;
-  s = c->write(h, PyBytes_AS_STRING(out), n, &written);
-  if (s != BK_OK) {
+  if (release && n >= BKPY_BIG_BLOB) {
+    ((bkpy_object *)self)->busy++;
+    PyThreadState *ts = PyEval_SaveThread();
+    *st = c->write(h, PyBytes_AS_STRING(out), n, &written);
+    PyEval_RestoreThread(ts);
+    ((bkpy_object *)self)->busy--;
+  } else {
+    *st = c->write(h, PyBytes_AS_STRING(out), n, &written);
+  }
+  if (*st != BK_OK) {
     Py_DECREF(out);
-    return bkpy_raise(s, c->name);
+    return NULL;
   }
   /* A size is an upper bound for some structures (the counters' table). */
   if (written != n && _PyBytes_Resize(&out, (Py_ssize_t)written) < 0)
     return NULL;
+  return out;
+}
+
+PyObject *bkpy_to_bytes(PyObject *self, PyObject *unused) {
+  (void)unused;
+  const bkpy_codec *c = codec_of(Py_TYPE(self));
+  int release = serialize_beside_writes(c);
+  bk_status s = BK_OK;
+  PyObject *out = write_blob(self, c, release, &s);
+  /* Another thread's adds may have grown the structure past the size
+   * read before the GIL was dropped: once more, holding it. */
+  if (out == NULL && release && s == BK_EINVAL && !PyErr_Occurred())
+    out = write_blob(self, c, 0, &s);
+  if (out == NULL && !PyErr_Occurred()) return bkpy_raise(s, c->name);
   return out;
 }
 
@@ -437,7 +470,15 @@ PyObject *bkpy_from_bytes(PyObject *cls, PyObject *data) {
   Py_buffer view;
   if (PyObject_GetBuffer(data, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
   void *h = NULL;
-  bk_status s = c->read(view.buf, (size_t)view.len, &h);
+  bk_status s;
+  /* The export keeps a bytearray from resizing while the GIL is out. */
+  if ((size_t)view.len >= BKPY_BIG_BLOB) {
+    PyThreadState *ts = PyEval_SaveThread();
+    s = c->read(view.buf, (size_t)view.len, &h);
+    PyEval_RestoreThread(ts);
+  } else {
+    s = c->read(view.buf, (size_t)view.len, &h);
+  }
   PyBuffer_Release(&view);
   if (s != BK_OK) return bkpy_raise(s, c->name);
   return bkpy_wrap((PyTypeObject *)cls, h);

@@ -134,3 +134,32 @@ def test_batches_from_threads_lose_no_key():
     for t in ts:
         t.join()
     assert all(bool(a.contains_many(p).all()) for p in parts)
+
+
+def test_big_blobs_round_trip_with_the_gil_released():
+    # 1 MiB and more: to_bytes and from_bytes drop the GIL; adds from
+    # another thread meanwhile are allowed (bloom.h: serialize is safe
+    # beside adds) and the blob still loads.
+    np = pytest.importorskip("numpy")
+    a = bloomkit.BloomFilter(2_000_000, 0.01)
+    keys = np.arange(1_000_000, dtype=np.uint64)
+    a.add_many(keys)
+    stop = threading.Event()
+
+    def writer():
+        i = 10**9
+        while not stop.is_set():
+            a.add(i)
+            i += 1
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        blobs = [a.to_bytes() for _ in range(5)]
+    finally:
+        stop.set()
+        t.join()
+    assert len(blobs[0]) >= 1 << 20
+    for blob in blobs:
+        b = bloomkit.BloomFilter.from_bytes(bytearray(blob))
+        assert bool(b.contains_many(keys).all())
