@@ -272,11 +272,7 @@ static int cbf_single_writer_to(PyObject *o, int on) {
 }
 
 static PyObject *cbf_copy(PyObject *o, PyObject *unused) {
-  (void)unused;
-  PyObject *blob = bkpy_to_bytes(o, NULL);
-  if (blob == NULL) return NULL;
-  PyObject *c = bkpy_from_bytes((PyObject *)Py_TYPE(o), blob);
-  Py_DECREF(blob);
+  PyObject *c = bkpy_copy(o, unused);
   if (c != NULL && ((bkpy_object *)o)->single_writer &&
       cbf_single_writer_to(c, 1) < 0)
     Py_CLEAR(c);

@@ -116,21 +116,6 @@ static PyObject *bc_merge(PyObject *o, PyObject *msg) {
   return receive(o, msg, bc_merge_fn, bc_recv_fn, "BloomClock.merge");
 }
 
-/* A copy through the wire form (every clock class). */
-static PyObject *clock_copy(PyObject *o, PyObject *unused) {
-  (void)unused;
-  PyObject *blob = bkpy_to_bytes(o, NULL);
-  if (blob == NULL) return NULL;
-  PyObject *c = bkpy_from_bytes((PyObject *)Py_TYPE(o), blob);
-  Py_DECREF(blob);
-  return c;
-}
-
-static PyObject *clock_deepcopy(PyObject *o, PyObject *memo) {
-  (void)memo;
-  return clock_copy(o, NULL);
-}
-
 /* a == b: same type and compare() EQUAL; clocks of other shapes (a
  * MismatchError for compare) are unequal. */
 static PyObject *clock_richcompare(PyObject *a, PyObject *b, int op) {
@@ -186,9 +171,9 @@ static PyMethodDef bc_methods[] = {
      "tick. msg is a BloomClock or its to_bytes() (checked whole before "
      "this clock changes: CorruptError). MismatchError for another m, k, "
      "counter_bits or seed."},
-    {"copy", clock_copy, METH_NOARGS, "copy() -> BloomClock: a copy."},
-    {"__copy__", clock_copy, METH_NOARGS, "copy.copy support"},
-    {"__deepcopy__", clock_deepcopy, METH_O, "copy.deepcopy support"},
+    {"copy", bkpy_copy, METH_NOARGS, "copy() -> BloomClock: a copy."},
+    {"__copy__", bkpy_copy, METH_NOARGS, "copy.copy support"},
+    {"__deepcopy__", bkpy_deepcopy, METH_O, "copy.deepcopy support"},
     {"compare", bc_compare, METH_O,
      "compare(other) -> Order: BEFORE when this timestamp happened before "
      "other's (possibly a false positive; never a false negative: if it "
@@ -309,9 +294,9 @@ static PyMethodDef vc_methods[] = {
      "unseen(other) -> int: events in other's causal past that are not in "
      "this one's (sum of max(0, other[j] - self[j])); 0 exactly when "
      "other happened before this or equals it."},
-    {"copy", clock_copy, METH_NOARGS, "copy() -> VectorClock: a copy."},
-    {"__copy__", clock_copy, METH_NOARGS, "copy.copy support"},
-    {"__deepcopy__", clock_deepcopy, METH_O, "copy.deepcopy support"},
+    {"copy", bkpy_copy, METH_NOARGS, "copy() -> VectorClock: a copy."},
+    {"__copy__", bkpy_copy, METH_NOARGS, "copy.copy support"},
+    {"__deepcopy__", bkpy_deepcopy, METH_O, "copy.deepcopy support"},
     {"to_bytes", bkpy_to_bytes, METH_NOARGS,
      "to_bytes() -> bytes: the library's wire form."},
     {"from_bytes", bkpy_from_bytes, METH_O | METH_CLASS,

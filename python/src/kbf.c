@@ -327,20 +327,6 @@ static PyObject *kbf_compress(PyObject *o, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
-static PyObject *kbf_copy(PyObject *o, PyObject *unused) {
-  (void)unused;
-  PyObject *blob = bkpy_to_bytes(o, NULL);
-  if (blob == NULL) return NULL;
-  PyObject *c = bkpy_from_bytes((PyObject *)Py_TYPE(o), blob);
-  Py_DECREF(blob);
-  return c;
-}
-
-static PyObject *kbf_deepcopy(PyObject *o, PyObject *memo) {
-  (void)memo;
-  return kbf_copy(o, NULL);
-}
-
 /* dst := JOIN(dst, src) (dst exclusive). */
 static int kbf_join_into(PyObject *dst, PyObject *src) {
   if (bkpy_exclusive(dst, "KeyValueBloomFilter |") < 0) return -1;
@@ -359,7 +345,7 @@ static int both_kbf(PyObject *a, PyObject *b) {
 
 static PyObject *kbf_or(PyObject *a, PyObject *b) {
   if (!both_kbf(a, b)) Py_RETURN_NOTIMPLEMENTED;
-  PyObject *c = kbf_copy(a, NULL);
+  PyObject *c = bkpy_copy(a, NULL);
   if (c != NULL && kbf_join_into(c, b) < 0) Py_CLEAR(c);
   return c;
 }
@@ -395,10 +381,10 @@ static PyMethodDef kbf_methods[] = {
      "compress(): fold the second half of the cells onto the first (the "
      "paper's COMPRESS), halving the memory and raising the load; "
      "StateError when the cell count is odd."},
-    {"copy", kbf_copy, METH_NOARGS,
+    {"copy", bkpy_copy, METH_NOARGS,
      "copy() -> KeyValueBloomFilter: an independent copy."},
-    {"__copy__", kbf_copy, METH_NOARGS, "copy.copy support"},
-    {"__deepcopy__", kbf_deepcopy, METH_O, "copy.deepcopy support"},
+    {"__copy__", bkpy_copy, METH_NOARGS, "copy.copy support"},
+    {"__deepcopy__", bkpy_deepcopy, METH_O, "copy.deepcopy support"},
     {"to_bytes", bkpy_to_bytes, METH_NOARGS,
      "to_bytes() -> bytes: the library's serialized form."},
     {"from_bytes", bkpy_from_bytes, METH_O | METH_CLASS,
