@@ -585,6 +585,49 @@ static PyObject *scbf_contains_many(PyObject *o, PyObject *keys) {
                          "ScalableCountingFilter.contains_many");
 }
 
+/* verify(): bk_scbf_verify (O(counters) under the write lock: GIL
+ * released) as a dict; an inconsistent filter is an answer, not an error. */
+static PyObject *scbf_verify(PyObject *o, PyObject *unused) {
+  (void)unused;
+  bkpy_object *self = (bkpy_object *)o;
+  bk_scbf *h = scbf_of(o);
+  if (h == NULL) return NULL;
+  bk_scbf_verify_result *r = PyMem_Malloc(sizeof *r);
+  if (r == NULL) return PyErr_NoMemory();
+  self->busy++;
+  bk_status s;
+  Py_BEGIN_ALLOW_THREADS s = bk_scbf_verify(h, r);
+  Py_END_ALLOW_THREADS self->busy--;
+  PyObject *out = NULL, *filters = NULL;
+  if (s != BK_OK && s != BK_ECORRUPT) {
+    bkpy_raise(s, "ScalableCountingFilter.verify");
+    goto done;
+  }
+  filters = PyList_New(0);
+  for (unsigned i = 0; filters != NULL && i < r->n_filters; i++) {
+    const bk_scbf_filter_check *c = &r->filters[i];
+    PyObject *d = Py_BuildValue(
+        "{s:K,s:I,s:K,s:K,s:K,s:O,s:O}", "count", (unsigned long long)c->count,
+        "k", c->k, "expected_sum", (unsigned long long)c->expected_sum, "sum",
+        (unsigned long long)c->sum, "saturated",
+        (unsigned long long)c->saturated, "stray_bits",
+        c->stray_bits ? Py_True : Py_False, "consistent",
+        c->consistent ? Py_True : Py_False);
+    if (d == NULL || PyList_Append(filters, d) < 0) Py_CLEAR(filters);
+    Py_XDECREF(d);
+  }
+  if (filters != NULL)
+    out = Py_BuildValue("{s:O,s:O,s:O,s:I,s:O}", "consistent",
+                        r->n_inconsistent == 0 ? Py_True : Py_False, "verified",
+                        r->verified ? Py_True : Py_False, "interrupted",
+                        r->interrupted ? Py_True : Py_False, "n_inconsistent",
+                        r->n_inconsistent, "filters", filters);
+done:
+  Py_XDECREF(filters);
+  PyMem_Free(r);
+  return out;
+}
+
 static PyObject *scbf_close(PyObject *o, PyObject *unused) {
   (void)unused;
   if (bkpy_exclusive(o, "ScalableCountingFilter.close") < 0) return NULL;
@@ -688,6 +731,15 @@ static PyMethodDef scbf_methods[] = {
      "record disk_seqnum = mem_seqnum; nothing to do in memory. Runs with "
      "the GIL released (it waits on the disk); adds and removes in other "
      "threads wait for it, `in` does not."},
+    {"verify", scbf_verify, METH_NOARGS,
+     "verify() -> dict: check every filter's counters against its key "
+     "count (what can be checked without checksums, for a file that "
+     "opened unverified after a crash: info['verified'] False). Keys: "
+     "consistent, verified (checksums matched at open), interrupted (the "
+     "last write died midway: mem_seqnum 0), n_inconsistent, and filters, "
+     "a dict per filter (count, k, expected_sum, sum, saturated, "
+     "stray_bits, consistent). O(counters) with the GIL released; writers "
+     "wait."},
     {"close", scbf_close, METH_NOARGS,
      "close(): seal the file (a handle that wrote since its last flush "
      "stores its checksums) and release it; closing twice does nothing. "

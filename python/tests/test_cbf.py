@@ -362,6 +362,26 @@ def test_contains_many_and_a_flush_beside_readers(tmp_path):
     assert got.dtype == np.bool_ and bool(got[0])
 
 
+def test_verify_reports_each_filter(tmp_path):
+    path = tmp_path / "v"
+    with bloomkit.ScalableCountingFilter(path, capacity=50, counter_bits=8) as s:
+        for i in range(200):
+            s.add(i, i)
+        r = s.verify()
+        assert r["consistent"] and r["verified"] and not r["interrupted"]
+        assert r["n_inconsistent"] == 0
+        assert len(r["filters"]) == s.info["n_filters"] > 1
+        f0 = r["filters"][0]
+        assert f0["consistent"] and f0["sum"] == f0["expected_sum"] == \
+            f0["k"] * f0["count"]
+        s.remove(5, 5)
+        assert s.verify()["consistent"]
+        m = bloomkit.ScalableCountingFilter.from_bytes(s.to_bytes())
+    assert m.verify()["consistent"]
+    with pytest.raises(ValueError):
+        s.verify()
+
+
 def test_remove_needs_the_right_id():
     s = bloomkit.ScalableCountingFilter(capacity=10)
     s.add("a", 1)
