@@ -382,6 +382,39 @@ def test_verify_reports_each_filter(tmp_path):
         s.verify()
 
 
+def test_a_crashed_file_opens_unverified_and_verify_finds_damage(tmp_path):
+    # A process that dies without closing leaves a file not closed cleanly;
+    # it reopens unverified with every write, and verify() (no checksums
+    # then) finds counters that were damaged afterwards.
+    import subprocess
+    import sys
+
+    path = tmp_path / "crash"
+    pkg = os.path.dirname(os.path.dirname(bloomkit.__file__))
+    code = ("import os, sys, bloomkit\n"
+            "s = bloomkit.ScalableCountingFilter(sys.argv[1], capacity=1000, "
+            "counter_bits=8)\n"
+            "for i in range(800): s.add(i, i)\n"
+            "os._exit(0)\n")
+    env = dict(os.environ, PYTHONPATH=pkg)
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True, env=env)
+    with bloomkit.ScalableCountingFilter(path) as s:
+        assert s.info["verified"] is False
+        assert (s.mem_seqnum, s.disk_seqnum) == (801, 0)
+        assert s.verify()["consistent"] and s.contains_many(range(800)) == [True] * 800
+    subprocess.run([sys.executable, "-c", code, str(path) + "2"], check=True,
+                   env=env)
+    n = os.path.getsize(str(path) + "2")
+    with open(str(path) + "2", "r+b") as fh:  # zero some counters
+        fh.seek(n // 2)
+        fh.write(b"\0" * (n // 8))
+    with bloomkit.ScalableCountingFilter(str(path) + "2") as s:
+        r = s.verify()
+        assert not r["consistent"] and r["n_inconsistent"] == 1
+        f0 = r["filters"][0]
+        assert not f0["consistent"] and f0["sum"] < f0["expected_sum"] == 6400
+
+
 def test_remove_needs_the_right_id():
     s = bloomkit.ScalableCountingFilter(capacity=10)
     s.add("a", 1)
