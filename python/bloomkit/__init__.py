@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: MIT
 """bloomkit from Python: Bloom-filter-family structures over the C library.
 
-This slice wraps BloomFilter, ForgetfulBloomFilter, IdempotentCounters,
+Classes: BloomFilter, ForgetfulBloomFilter, IdempotentCounters,
 CountingBloomFilter, ScalableCountingFilter, KeyValueBloomFilter, BloomClock
-and VectorClock (python/README.md). Keys are bytes-like objects, str (UTF-8: "a" and b"a"
-are one key) or int (64 bits, as 8 little-endian bytes); keys hash with the
-library's seeded hash, so a saved or pickled filter answers the same in any
-process.
+and VectorClock (docs/python.md). Keys are bytes-like objects, str (UTF-8:
+"a" and b"a" are one key), int (64 bits, as 8 little-endian bytes) or float
+(its 8 IEEE 754 bytes); batch calls take a list of keys or a numpy array of
+8-byte ints or floats. Keys hash with the library's seeded hash, never
+Python's salted hash(), so a saved or pickled filter answers the same in any
+process. Every library error is a subclass of bloomkit.Error.
 """
 import enum
 
@@ -14,19 +16,28 @@ from ._bloomkit import (  # noqa: F401
     AddResult,
     BloomClock,
     BloomFilter,
+    BusyError,
     CorruptError,
     CountingBloomFilter,
     Error,
     ForgetfulBloomFilter,
+    FullError,
     IdempotentCounters,
     InvalidArgumentError,
     KeyValueBloomFilter,
+    MismatchError,
+    NotFoundError,
     OutOfMemoryError,
     RangeError,
+    SaturatedError,
     ScalableCountingFilter,
+    StateError,
+    StorageError,
     TooOldError,
     UndecodableError,
+    UnderflowError,
     VectorClock,
+    VersionError,
     library_version,
 )
 
@@ -34,20 +45,29 @@ __all__ = [
     "AddResult",
     "BloomClock",
     "BloomFilter",
+    "BusyError",
     "CorruptError",
     "CountingBloomFilter",
     "Error",
     "ForgetfulBloomFilter",
+    "FullError",
     "IdempotentCounters",
     "InvalidArgumentError",
     "KeyValueBloomFilter",
-    "OutOfMemoryError",
+    "MismatchError",
+    "NotFoundError",
     "Order",
+    "OutOfMemoryError",
     "RangeError",
+    "SaturatedError",
     "ScalableCountingFilter",
+    "StateError",
+    "StorageError",
     "TooOldError",
     "UndecodableError",
+    "UnderflowError",
     "VectorClock",
+    "VersionError",
     "library_version",
 ]
 

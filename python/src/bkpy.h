@@ -36,10 +36,76 @@ PyObject *bkpy_raise(bk_status s, const char *what);
 /* A Python int as uint64_t (0..2^64-1); -1 with an exception set. */
 int bkpy_u64(PyObject *obj, const char *name, uint64_t *out);
 
-/* Every class's object: the library handle behind it. */
+/* Every class's object: the library handle behind it, and how many calls
+ * on it run with the GIL released right now (bkpy_batch_run). */
 typedef struct bkpy_object {
   PyObject_HEAD void *h;
+  Py_ssize_t busy;
+  int single_writer; /* the handle is in single-writer mode: adds keep the GIL
+                      */
 } bkpy_object;
+
+/* -1 with RuntimeError naming `what` when a call with the GIL released is
+ * running on self in another thread; 0 otherwise. Calls the C contract
+ * wants exclusive (clear, merge, set_single_writer...) start with it: the
+ * GIL keeps every other call out while they run. */
+int bkpy_exclusive(PyObject *self, const char *what);
+
+/* A batch of keys: a sequence or iterable of keys (each as bkpy_key_get
+ * takes it), or a 1-D buffer of 8-byte items (numpy uint64, int64 or
+ * float64) whose items' bytes are the keys, so array [5] and the key 5 are
+ * one key. It holds references (and buffer exports) so the keys stay valid
+ * with the GIL released. */
+typedef struct bkpy_batch {
+  size_t n;
+  int is_array;      /* keys from arr, 8 bytes each */
+  Py_buffer arr;     /* is_array */
+  PyObject *tuple;   /* !is_array: the keys, held */
+  const void **ptrs; /* !is_array: n key pointers */
+  size_t *lens;      /* !is_array: n key lengths */
+  uint64_t *ints;    /* !is_array: the 8 bytes of int/float keys */
+  Py_buffer *views;  /* !is_array: exports of buffer keys */
+  size_t n_views;
+} bkpy_batch;
+
+/* Keys per chunk of bkpy_batch_run (pointer and length arrays on the
+ * stack, in cache; the library prefetches within a chunk). */
+#define BKPY_CHUNK 512
+
+/* Fill *b from obj; -1 with TypeError/OverflowError (nothing held). */
+int bkpy_batch_get(PyObject *obj, bkpy_batch *b);
+void bkpy_batch_release(bkpy_batch *b);
+
+/* A library batch call over keys [0, m): out is NULL for calls that
+ * return nothing per key. */
+typedef bk_status (*bkpy_batch_fn)(void *h, const void *const *keys,
+                                   const size_t *lens, size_t m, bool *out,
+                                   void *arg);
+
+/* fn over the whole batch chunk by chunk (stopping at the first error),
+ * with the GIL released when release_gil (self->busy counts it, see
+ * bkpy_exclusive). out: b->n bools or NULL. */
+bk_status bkpy_batch_run(PyObject *self, const bkpy_batch *b, bkpy_batch_fn fn,
+                         bool *out, void *arg, int release_gil);
+
+/* n bools for a batch's answers: buf is writable with the GIL released;
+ * finish gives a numpy bool array when the keys came from a buffer (and
+ * numpy imports), a list of bools otherwise. */
+typedef struct bkpy_bools {
+  bool *buf;
+  size_t n;
+  PyObject *array; /* the numpy array whose buffer buf is, or NULL */
+  Py_buffer view;
+} bkpy_bools;
+int bkpy_bools_new(const bkpy_batch *b, bkpy_bools *r);
+PyObject *bkpy_bools_finish(bkpy_bools *r); /* new reference; frees r */
+void bkpy_bools_discard(bkpy_bools *r);
+
+/* The common shape of a batch method: keys -> answers (out != NULL) or
+ * None (want_out == 0), with the library call fn. */
+PyObject *bkpy_batch_call(PyObject *self, PyObject *keys, bkpy_batch_fn fn,
+                          void *arg, int want_out, int release_gil,
+                          const char *what);
 
 /* One class's serialized form and destructor, as the generic methods
  * below use them (module.c finds a type's codec). */

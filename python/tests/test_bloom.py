@@ -13,7 +13,8 @@ import bloomkit
 
 LAYOUTS = ["standard", "blocked", "split_block"]
 keys = st.one_of(st.binary(max_size=40), st.text(max_size=20),
-                 st.integers(min_value=-(2**63), max_value=2**64 - 1))
+                 st.integers(min_value=-(2**63), max_value=2**64 - 1),
+                 st.floats())
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -46,7 +47,9 @@ def test_len_is_the_cardinality_estimate():
 @pytest.mark.parametrize(
     "args, kwargs",
     [((1000, 0.0), {}), ((1000, 1.0), {}), ((1000, 0.01), {"layout": "x"}),
-     ((0, 0.01), {}), ((-1, 0.01), {})],
+     ((0, 0.01), {}), ((-1, 0.01), {}), ((1000,), {"hash": "md5"}),
+     ((1000,), {"k": 65}), ((), {}), ((1000,), {"layout": "split_block",
+                                                   "k": 3})],
 )
 def test_bad_arguments_raise_value_error(args, kwargs):
     with pytest.raises(ValueError):
@@ -60,7 +63,7 @@ def test_bad_fpp_is_an_invalid_argument_error():
     assert "BK_EINVAL" in str(e.value)
 
 
-def test_update_propagates_iterator_errors():
+def test_update_propagates_iterator_errors_and_adds_nothing():
     def gen():
         yield "a"
         raise RuntimeError("boom")
@@ -68,7 +71,10 @@ def test_update_propagates_iterator_errors():
     b = bloomkit.BloomFilter(10, 0.01)
     with pytest.raises(RuntimeError):
         b.update(gen())
-    assert "a" in b
+    assert "a" not in b  # the keys are all read before any is added
+    with pytest.raises(TypeError):
+        b.update(["b", None])
+    assert "b" not in b
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -117,3 +123,106 @@ def test_round_trip_answers_the_same(ks, probes):
     b.update(ks)
     c = bloomkit.BloomFilter.from_bytes(b.to_bytes())
     assert [p in c for p in ks + probes] == [p in b for p in ks + probes]
+
+
+def test_defaults_are_split_block_xxh3_seed_0():
+    b = bloomkit.BloomFilter(1000)
+    assert b.info["layout"] == "split_block"
+    assert b.info["hash"] == "xxh3"
+    assert b.info["seed"] == 0
+    assert b.single_writer is False
+
+
+def test_sized_by_m_bits_and_k():
+    b = bloomkit.BloomFilter(m_bits=4096, k=5, layout="standard", hash="xxh64")
+    assert (b.info["m_bits"], b.info["k"], b.info["hash"]) == (4096, 5, "xxh64")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_fpp_is_the_current_fill(layout):
+    b = bloomkit.BloomFilter(10_000, 0.01, layout=layout)
+    assert b.fpp == 0.0
+    b.update(range(10_000))
+    # Full at capacity: near the 1 % target (the block layouts' own rate).
+    assert 0.003 < b.fpp < 0.03
+    measured = sum(1 for i in range(20_000) if f"absent-{i}" in b) / 20_000
+    assert abs(measured - b.fpp) < 0.5 * b.fpp + 0.002
+
+
+def test_union_and_intersection():
+    a = bloomkit.BloomFilter(1000, 0.01, seed=1)
+    b = bloomkit.BloomFilter(1000, 0.01, seed=1)
+    a.update(range(0, 300))
+    b.update(range(200, 500))
+    u = a | b
+    i = a & b
+    assert all(k in u for k in range(500))
+    assert all(k in i for k in range(200, 300))
+    assert sum(1 for k in range(0, 200) if k in i) < 20  # mostly gone
+    assert 0 in a and 499 not in a  # a and b unchanged
+    c = a.copy()
+    c |= b
+    assert c.to_bytes() == u.to_bytes()
+    c &= a
+    assert all(k in c for k in range(300))
+    with pytest.raises(bloomkit.MismatchError):
+        a | bloomkit.BloomFilter(1000, 0.01, seed=2)
+    with pytest.raises(bloomkit.MismatchError):
+        a |= bloomkit.BloomFilter(50, 0.01, seed=1)
+    with pytest.raises(TypeError):
+        a | {1}
+
+
+def test_copy_is_independent_and_clear_empties():
+    import copy
+
+    a = bloomkit.BloomFilter(100, 0.01)
+    a.add("k")
+    for c in (a.copy(), copy.copy(a), copy.deepcopy(a)):
+        assert "k" in c
+        c.clear()
+        assert "k" not in c and len(c) == 0
+    assert "k" in a
+
+
+def test_single_writer_mode():
+    a = bloomkit.BloomFilter(1000, 0.01, single_writer=True)
+    assert a.single_writer is True
+    a.update(range(100))
+    assert a.add_if_absent(5) is False
+    assert a.copy().single_writer is True
+    a.single_writer = False
+    a.update(range(100, 200))
+    assert all(k in a for k in range(200))
+    assert pickle.loads(pickle.dumps(a)).single_writer is False
+
+
+def test_parquet_bitset_round_trip():
+    p = bloomkit.BloomFilter.for_parquet(5000, 0.01)
+    assert p.info["hash"] == "xxh64" and p.info["seed"] == 0
+    nbytes = p.info["m_bits"] // 8
+    assert nbytes & (nbytes - 1) == 0 and nbytes >= 32
+    p.update(range(5000))
+    bits = p.parquet_bitset()
+    assert len(bits) == nbytes
+    q = bloomkit.BloomFilter.from_parquet(bits)
+    assert q.parquet_bitset() == bits
+    assert all(k in q for k in range(5000))
+    with pytest.raises(bloomkit.MismatchError):
+        bloomkit.BloomFilter(100).parquet_bitset()
+    for bad in (b"", b"x" * 33, b"x" * 16):
+        with pytest.raises(bloomkit.CorruptError):
+            bloomkit.BloomFilter.from_parquet(bad)
+
+
+def test_parquet_bitset_one_bit_per_word():
+    # Parquet's split-block filter: a value sets one bit in each of the
+    # eight 32-bit words of one 32-byte block (the C tests check the
+    # specification's bit positions; this checks the binding's bytes).
+    import struct
+
+    p = bloomkit.BloomFilter.from_parquet(bytes(32))
+    p.add(42)
+    words = struct.unpack("<8I", p.parquet_bitset())
+    assert all(bin(w).count("1") == 1 for w in words)
+    assert 42 in p

@@ -108,7 +108,7 @@ def test_bad_fpp_is_an_invalid_argument_error_and_bad_keys_a_type_error():
     c = bloomkit.CountingBloomFilter(10, 0.01)
     for op in (c.add, c.remove, c.discard, c.count, c.__contains__):
         with pytest.raises(TypeError):
-            op(1.5)
+            op(1j)
     with pytest.raises(TypeError):
         c.update([b"ok", None])
     assert b"ok" in c
@@ -311,7 +311,7 @@ def test_bad_arguments_and_files(tmp_path):
     with pytest.raises(ValueError):
         s.add("a", -1)
     with pytest.raises(TypeError):
-        s.add(1.5, 0)
+        s.add(1j, 0)
     with pytest.raises(TypeError):
         s.add("a")  # the id is required
 

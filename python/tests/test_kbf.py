@@ -63,7 +63,7 @@ def test_bad_values_and_keys_raise_type_error():
     with pytest.raises(TypeError):
         f["k"] = None
     with pytest.raises(TypeError):
-        f[1.5] = b"v"
+        f[1j] = b"v"
     with pytest.raises(TypeError):
         f[None]
     assert "k" not in f

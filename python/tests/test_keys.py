@@ -2,7 +2,7 @@
 # Key conversion, shared by every class: bytes, bytearray, memoryview (any
 # C-contiguous buffer), str as UTF-8 and int as 8 little-endian bytes are
 # accepted, and the same bytes are the same key whatever the type;
-# anything else is a TypeError.
+# anything else is a TypeError. Floats are their IEEE 754 bytes.
 import array
 
 import pytest
@@ -45,7 +45,7 @@ def test_str_and_int_differ_from_other_bytes():
     assert b"a\x00" not in b
 
 
-@pytest.mark.parametrize("bad", [1.5, None, object(), ["a"], ("a",), {"a": 1}])
+@pytest.mark.parametrize("bad", [None, object(), 1j, ["a"], ("a",), {"a": 1}])
 def test_unsupported_key_types_raise_type_error(bad):
     b = make()
     with pytest.raises(TypeError):
@@ -76,3 +76,29 @@ def test_empty_key_is_a_key():
     b = make()
     b.add(b"")
     assert "" in b
+
+
+def test_float_keys_are_their_ieee_754_bytes():
+    import struct
+
+    b = make()
+    b.add(1.5)
+    assert 1.5 in b
+    assert struct.pack("<d", 1.5) in b  # the same 8 bytes
+    assert 1.25 not in b
+    # 1.0 and 1 are different keys: a float's bytes are not its int's.
+    b.add(1.0)
+    assert struct.pack("<d", 1.0) in b
+    assert struct.pack("<q", 1) != struct.pack("<d", 1.0)
+    for special in (float("nan"), float("inf"), -0.0):
+        b.add(special)
+        assert special in b
+    assert 0.0 not in b or struct.pack("<d", 0.0) in b  # -0.0 is not 0.0
+
+
+def test_numpy_scalars_are_keys():
+    np = pytest.importorskip("numpy")
+    b = make()
+    b.add(np.uint64(5))
+    b.add(np.float64(2.5))
+    assert 5 in b and 2.5 in b
