@@ -79,8 +79,8 @@ def hot_calls():
     bloomkit.Error classes), each wrapped to swallow its expected error."""
     bf = bloomkit.BloomFilter(10_000, 0.01)
     fbf = bloomkit.ForgetfulBloomFilter(10_000, 0.01, 10)
-    idem = bloomkit.IdempotentCounters(10, strategy="hybrid", window=64)
-    win = bloomkit.IdempotentCounters(10, strategy="window", window=64)
+    idem = bloomkit.IdempotentCounters(10, strategy="hybrid", window=64, now=0)
+    win = bloomkit.IdempotentCounters(10, strategy="window", window=64, now=0)
     win.add("w", client=1, seq=10_000)
     cbf = bloomkit.CountingBloomFilter(10_000, 0.01, counter_bits=8)
     scbf = bloomkit.ScalableCountingFilter(capacity=10_000)
