@@ -16,146 +16,76 @@
  * for ceil(capacity t / window) of them, and `fpp` is the whole filter's
  * rate at that load (adaptive filters as the Redis module's ADAPTIVE).
  */
-#include "bkpy.h"
+#include "timed.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "bloomkit/fbf.h"
 
-/* C ticks per second of Python time. */
-#define TICKS_PER_S 1000.0
-/* Largest tick a Python time may map to (doubles are exact below 2^53). */
-#define MAX_TICK 9007199254740992.0
+typedef bkpy_timed fbf_object;
+#define FBF(o) ((bkpy_timed *)(o))
+#define TICKS_PER_S BKPY_TICKS_PER_S
 
-typedef struct fbf_object {
-  bkpy_object base;
-  int monotonic; /* time.monotonic() when no now= is given */
-  double origin; /* seconds of the time base at tick 0 */
-  uint64_t last; /* the C clock: the latest tick it was advanced to */
-} fbf_object;
+/* ---- the library calls the shared methods (timed.c) make --------------- */
 
-#define FBF(o) ((fbf_object *)(o))
-
-/* time.monotonic() through the time module (so a test can patch it). */
-static int monotonic_now(double *out) {
-  static PyObject *time_mod; /* a module object lives as long as the VM */
-  if (time_mod == NULL) {
-    time_mod = PyImport_ImportModule("time");
-    if (time_mod == NULL) return -1;
-  }
-  PyObject *v = PyObject_CallMethod(time_mod, "monotonic", NULL);
-  if (v == NULL) return -1;
-  double d = PyFloat_AsDouble(v);
-  Py_DECREF(v);
-  if (d == -1.0 && PyErr_Occurred()) return -1;
-  if (!isfinite(d)) {
-    PyErr_SetString(PyExc_ValueError, "time.monotonic() is not finite");
-    return -1;
-  }
-  *out = d;
-  return 0;
+static bk_status fbf_advance_fn(void *h, uint64_t tick) {
+  return bk_fbf_advance(h, tick);
 }
 
-/* A number of seconds from obj: -1 with TypeError/ValueError. */
-static int seconds_of(PyObject *obj, const char *name, double *out) {
-  if (!PyLong_Check(obj) && !PyFloat_Check(obj)) {
-    PyErr_Format(PyExc_TypeError,
-                 "%s must be a number of seconds (int or float), not %.100s",
-                 name, Py_TYPE(obj)->tp_name);
-    return -1;
-  }
-  double d = PyFloat_AsDouble(obj);
-  if (d == -1.0 && PyErr_Occurred()) {
-    PyErr_Clear();
-    d = NAN;
-  }
-  if (!isfinite(d)) {
-    PyErr_Format(PyExc_ValueError, "%s must be a finite number of seconds",
-                 name);
-    return -1;
-  }
-  *out = d;
-  return 0;
+static bk_status fbf_add_fn(void *h, const void *key, size_t len) {
+  return bk_fbf_add(h, key, len);
 }
 
-/* Time t (seconds, the filter's time base) as a tick. */
-static int tick_of(const fbf_object *self, double t, const char *name,
-                   uint64_t *out) {
-  double x = (t - self->origin) * TICKS_PER_S;
-  if (!(x > -0.5) || !(x < MAX_TICK)) {
-    PyErr_Format(PyExc_ValueError,
-                 "%s must be at or after the filter's origin (%s) and below "
-                 "2**53 ms after it",
-                 name, self->monotonic ? "time.monotonic() at creation" : "0");
-    return -1;
-  }
-  *out = (uint64_t)llround(x);
-  return 0;
+static bk_status fbf_add_if_absent_fn(void *h, const void *key, size_t len,
+                                      bool *added) {
+  return bk_fbf_add_if_absent(h, key, len, added);
 }
 
-static double seconds_at(const fbf_object *self, uint64_t tick) {
-  return self->origin + (double)tick / TICKS_PER_S;
+static bk_status fbf_contains_fn(const void *h, const void *key, size_t len,
+                                 bool *out) {
+  return bk_fbf_contains(h, key, len, out);
 }
 
-/* The tick a call runs at: now_obj's, or without it (NULL or None) the
- * filter's own clock (explicit time) or time.monotonic() (never before
- * the clock: a re-based clock may round a tick ahead of it). */
-static int tick_for(fbf_object *self, PyObject *now_obj, uint64_t *out) {
-  if (now_obj != NULL && now_obj != Py_None) {
-    double t;
-    if (seconds_of(now_obj, "now", &t) < 0) return -1;
-    return tick_of(self, t, "now", out);
-  }
-  *out = self->last;
-  if (!self->monotonic) return 0;
-  double m;
-  if (monotonic_now(&m) < 0) return -1;
-  double x = (m - self->origin) * TICKS_PER_S;
-  if (x >= MAX_TICK) {
-    PyErr_SetString(PyExc_OverflowError,
-                    "time.monotonic() is 2**53 ms past the filter's origin");
-    return -1;
-  }
-  if (x > (double)self->last) *out = (uint64_t)llround(x);
-  if (*out < self->last) *out = self->last;
-  return 0;
+static bk_status fbf_contains_at_fn(const void *h, const void *key, size_t len,
+                                    uint64_t tick, bool *out) {
+  return bk_fbf_contains_at(h, key, len, tick, out);
 }
 
-/* Move the C clock to tick (running the refreshes due). */
-static int advance_to(fbf_object *self, uint64_t tick, const char *what) {
-  if (tick == self->last) return 0;
-  if (tick < self->last) {
-    char msg[200];
-    (void)snprintf(msg, sizeof msg,
-                   "%s: now (%.3f s) is earlier than the filter's clock "
-                   "(%.3f s), time cannot go backwards",
-                   what, seconds_at(self, tick), seconds_at(self, self->last));
-    bkpy_raise(BK_EINVAL, msg);
-    return -1;
-  }
-  bk_status s = bk_fbf_advance(self->base.h, tick);
-  if (s != BK_OK) {
-    bkpy_raise(s, what);
-    return -1;
-  }
-  self->last = tick;
-  return 0;
+static bk_status add_many_fn(void *h, const void *const *keys,
+                             const size_t *lens, size_t m, bool *out,
+                             void *arg) {
+  (void)out;
+  (void)arg;
+  return bk_fbf_add_many(h, keys, lens, m);
 }
 
-/* Window seconds as whole ticks, rounded up (1e-6 ms of float noise
- * ignored): at least 1. */
-static int window_ticks(double window, uint64_t *out) {
-  double x = window * TICKS_PER_S;
-  if (!(x > 0) || !(x <= (double)((uint64_t)1 << 40))) {
-    PyErr_SetString(PyExc_ValueError,
-                    "window must be a number of seconds in (0, 2**40 / 1000]");
-    return -1;
-  }
-  double w = ceil(x - 1e-6);
-  *out = w < 1 ? 1 : (uint64_t)w;
-  return 0;
+static bk_status add_if_absent_many_fn(void *h, const void *const *keys,
+                                       const size_t *lens, size_t m, bool *out,
+                                       void *arg) {
+  (void)arg;
+  return bk_fbf_add_if_absent_many(h, keys, lens, m, out);
 }
+
+static bk_status contains_many_fn(void *h, const void *const *keys,
+                                  const size_t *lens, size_t m, bool *out,
+                                  void *arg) {
+  (void)arg;
+  return bk_fbf_contains_many(h, keys, lens, m, out);
+}
+
+/* Every FBF call may run beside the others (fbf.h): batches drop the
+ * GIL. */
+static const bkpy_timed_ops fbf_ops = {
+    "ForgetfulBloomFilter",
+    fbf_advance_fn,
+    fbf_add_fn,
+    fbf_add_if_absent_fn,
+    fbf_contains_fn,
+    fbf_contains_at_fn,
+    add_many_fn,
+    add_if_absent_many_fn,
+    contains_many_fn,
+};
 
 /* Redis module's ADAPTIVE: sized for 0.8 fpp so a filter at its nominal
  * load does not grow at the worst moment (docs/redis.md). */
@@ -166,7 +96,7 @@ static PyObject *fbf_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
                            "adaptive", "now", "seed",   NULL};
   PyObject *cap_obj, *win_obj, *now_obj = Py_None, *seed_obj = NULL;
   PyObject *n_past_obj = NULL;
-  double fpp, window;
+  double fpp;
   int adaptive = 0;
   unsigned n_past = 2;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "OdO|OpOO", kwlist, &cap_obj, &fpp,
@@ -178,8 +108,7 @@ static PyObject *fbf_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     return NULL;
   uint64_t capacity, win, seed = 0;
   if (bkpy_u64(cap_obj, "capacity", &capacity) < 0 ||
-      seconds_of(win_obj, "window", &window) < 0 ||
-      window_ticks(window, &win) < 0 ||
+      bkpy_window_ticks(win_obj, &win) < 0 ||
       (seed_obj != NULL && bkpy_u64(seed_obj, "seed", &seed) < 0))
     return NULL;
   if (capacity == 0 || n_past == 0) {
@@ -189,16 +118,9 @@ static PyObject *fbf_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   }
   if (!(fpp > 0) || !(fpp < 1)) /* 0 would be the C config's default */
     return bkpy_raise(BK_EINVAL, "ForgetfulBloomFilter: fpp must be in (0, 1)");
-  fbf_object probe = {.monotonic = now_obj == Py_None};
-  uint64_t start = 0;
-  if (probe.monotonic) {
-    if (monotonic_now(&probe.origin) < 0) return NULL;
-  } else {
-    double t;
-    if (seconds_of(now_obj, "now", &t) < 0 ||
-        tick_of(&probe, t, "now", &start) < 0)
-      return NULL;
-  }
+  bkpy_timed probe;
+  uint64_t start;
+  if (bkpy_timed_start(&probe, now_obj, &start) < 0) return NULL;
   uint64_t periods = (uint64_t)n_past + 1;
   uint64_t period = win / periods + (win % periods != 0);
   /* Keys per period: capacity t / window, rounded up (a sizing figure:
@@ -232,191 +154,11 @@ static PyObject *fbf_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   if (s != BK_OK) return bkpy_raise(s, "ForgetfulBloomFilter");
   PyObject *o = bkpy_wrap(type, f);
   if (o == NULL) return NULL;
+  FBF(o)->ops = &fbf_ops;
   FBF(o)->monotonic = probe.monotonic;
   FBF(o)->origin = probe.origin;
   FBF(o)->last = start;
   return o;
-}
-
-/* (key, *, now=None). */
-static int key_now_args(PyObject *args, PyObject *kw, const char *fmt,
-                        PyObject **key, PyObject **now_obj) {
-  static char *kwlist[] = {"key", "now", NULL};
-  *now_obj = Py_None;
-  return PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, key, now_obj) ? 0
-                                                                          : -1;
-}
-
-/* add, add_if_absent and contains: one key, an optional now=. */
-enum fbf_op { FBF_ADD, FBF_ADD_IF_ABSENT, FBF_CONTAINS };
-
-static PyObject *fbf_keyed(PyObject *o, PyObject *args, PyObject *kw,
-                           enum fbf_op op) {
-  static const char *fmts[] = {"O|$O:add", "O|$O:add_if_absent",
-                               "O|$O:contains"};
-  static const char *whats[] = {"ForgetfulBloomFilter.add",
-                                "ForgetfulBloomFilter.add_if_absent",
-                                "ForgetfulBloomFilter.contains"};
-  fbf_object *self = FBF(o);
-  PyObject *key, *now_obj;
-  uint64_t tick;
-  if (key_now_args(args, kw, fmts[op], &key, &now_obj) < 0) return NULL;
-  bkpy_key k;
-  if (bkpy_key_get(key, &k) < 0) return NULL;
-  if (tick_for(self, now_obj, &tick) < 0) {
-    bkpy_key_release(&k);
-    return NULL;
-  }
-  bool out = false;
-  bk_status s = BK_OK;
-  if (op == FBF_CONTAINS && now_obj != Py_None) {
-    /* As of now=, changing nothing (answers as of the clock when now= is
-     * earlier). */
-    s = bk_fbf_contains_at(self->base.h, k.ptr, k.len, tick, &out);
-  } else {
-    /* Without now=, a monotonic filter's reads move its clock to the
-     * present (the state as of now: what an add would see). */
-    if (advance_to(self, tick, whats[op]) < 0) {
-      bkpy_key_release(&k);
-      return NULL;
-    }
-    if (op == FBF_ADD)
-      s = bk_fbf_add(self->base.h, k.ptr, k.len);
-    else if (op == FBF_ADD_IF_ABSENT)
-      s = bk_fbf_add_if_absent(self->base.h, k.ptr, k.len, &out);
-    else
-      s = bk_fbf_contains(self->base.h, k.ptr, k.len, &out);
-  }
-  bkpy_key_release(&k);
-  if (s != BK_OK) return bkpy_raise(s, whats[op]);
-  if (op == FBF_ADD) Py_RETURN_NONE;
-  return PyBool_FromLong(out);
-}
-
-static PyObject *fbf_add(PyObject *o, PyObject *args, PyObject *kw) {
-  return fbf_keyed(o, args, kw, FBF_ADD);
-}
-
-static PyObject *fbf_add_if_absent(PyObject *o, PyObject *args, PyObject *kw) {
-  return fbf_keyed(o, args, kw, FBF_ADD_IF_ABSENT);
-}
-
-static PyObject *fbf_contains_call(PyObject *o, PyObject *args, PyObject *kw) {
-  return fbf_keyed(o, args, kw, FBF_CONTAINS);
-}
-
-static int fbf_contains(PyObject *o, PyObject *key) {
-  static const char *what = "ForgetfulBloomFilter.__contains__";
-  bkpy_key k;
-  if (bkpy_key_get(key, &k) < 0) return -1;
-  uint64_t tick;
-  if (tick_for(FBF(o), NULL, &tick) < 0 || advance_to(FBF(o), tick, what) < 0) {
-    bkpy_key_release(&k);
-    return -1;
-  }
-  bool in = false;
-  bk_status s = bk_fbf_contains(FBF(o)->base.h, k.ptr, k.len, &in);
-  bkpy_key_release(&k);
-  if (s != BK_OK) {
-    bkpy_raise(s, what);
-    return -1;
-  }
-  return in ? 1 : 0;
-}
-
-static PyObject *fbf_advance(PyObject *o, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"now", NULL};
-  PyObject *now_obj = Py_None;
-  uint64_t tick;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:advance", kwlist, &now_obj) ||
-      tick_for(FBF(o), now_obj, &tick) < 0 ||
-      advance_to(FBF(o), tick, "ForgetfulBloomFilter.advance") < 0)
-    return NULL;
-  Py_RETURN_NONE;
-}
-
-/* ---- batches ------------------------------------------------------------ */
-
-static bk_status add_many_fn(void *h, const void *const *keys,
-                             const size_t *lens, size_t m, bool *out,
-                             void *arg) {
-  (void)out;
-  (void)arg;
-  return bk_fbf_add_many(h, keys, lens, m);
-}
-
-static bk_status add_if_absent_many_fn(void *h, const void *const *keys,
-                                       const size_t *lens, size_t m, bool *out,
-                                       void *arg) {
-  (void)arg;
-  return bk_fbf_add_if_absent_many(h, keys, lens, m, out);
-}
-
-static bk_status contains_many_fn(void *h, const void *const *keys,
-                                  const size_t *lens, size_t m, bool *out,
-                                  void *arg) {
-  (void)arg;
-  return bk_fbf_contains_many(h, keys, lens, m, out);
-}
-
-/* As of the tick *arg, key by key (the library has no batch form). */
-static bk_status contains_at_many_fn(void *h, const void *const *keys,
-                                     const size_t *lens, size_t m, bool *out,
-                                     void *arg) {
-  uint64_t tick = *(const uint64_t *)arg;
-  for (size_t i = 0; i < m; i++) {
-    bk_status s = bk_fbf_contains_at(h, keys[i], lens[i], tick, &out[i]);
-    if (s != BK_OK) return s;
-  }
-  return BK_OK;
-}
-
-/* (keys, *, now=None) and the tick of the call. */
-static int keys_now_args(PyObject *o, PyObject *args, PyObject *kw,
-                         const char *fmt, PyObject **keys, PyObject **now_obj,
-                         uint64_t *tick) {
-  static char *kwlist[] = {"keys", "now", NULL};
-  *now_obj = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, keys, now_obj))
-    return -1;
-  return tick_for(FBF(o), *now_obj, tick);
-}
-
-/* Every FBF call may run beside the others (fbf.h): batches drop the GIL.
- * The clock moves first, holding it. */
-static PyObject *fbf_add_many(PyObject *o, PyObject *args, PyObject *kw) {
-  static const char *what = "ForgetfulBloomFilter.add_many";
-  PyObject *keys, *now_obj;
-  uint64_t tick;
-  if (keys_now_args(o, args, kw, "O|$O:add_many", &keys, &now_obj, &tick) < 0 ||
-      advance_to(FBF(o), tick, what) < 0)
-    return NULL;
-  return bkpy_batch_call(o, keys, add_many_fn, NULL, 0, 1, what);
-}
-
-static PyObject *fbf_add_if_absent_many(PyObject *o, PyObject *args,
-                                        PyObject *kw) {
-  static const char *what = "ForgetfulBloomFilter.add_if_absent_many";
-  PyObject *keys, *now_obj;
-  uint64_t tick;
-  if (keys_now_args(o, args, kw, "O|$O:add_if_absent_many", &keys, &now_obj,
-                    &tick) < 0 ||
-      advance_to(FBF(o), tick, what) < 0)
-    return NULL;
-  return bkpy_batch_call(o, keys, add_if_absent_many_fn, NULL, 1, 1, what);
-}
-
-static PyObject *fbf_contains_many(PyObject *o, PyObject *args, PyObject *kw) {
-  static const char *what = "ForgetfulBloomFilter.contains_many";
-  PyObject *keys, *now_obj;
-  uint64_t tick;
-  if (keys_now_args(o, args, kw, "O|$O:contains_many", &keys, &now_obj, &tick) <
-      0)
-    return NULL;
-  if (now_obj != Py_None)
-    return bkpy_batch_call(o, keys, contains_at_many_fn, &tick, 1, 1, what);
-  if (advance_to(FBF(o), tick, what) < 0) return NULL;
-  return bkpy_batch_call(o, keys, contains_many_fn, NULL, 1, 1, what);
 }
 
 /* ---- state -------------------------------------------------------------- */
@@ -455,8 +197,8 @@ static PyObject *fbf_get_info(PyObject *o, void *closure) {
       i.n_filters, "n_past", i.n_past, "target_filters", i.target_filters,
       "max_filters", i.max_filters, "refresh_period",
       (double)i.refresh_period / TICKS_PER_S, "min_window",
-      (double)i.min_window / TICKS_PER_S, "now", seconds_at(self, i.now),
-      "next_refresh", seconds_at(self, i.next_refresh), "window_min",
+      (double)i.min_window / TICKS_PER_S, "now", bkpy_seconds_at(self, i.now),
+      "next_refresh", bkpy_seconds_at(self, i.next_refresh), "window_min",
       (double)i.window_min / TICKS_PER_S, "window_max",
       (double)i.window_max / TICKS_PER_S, "refreshes",
       (unsigned long long)i.refreshes, "deferred",
@@ -465,16 +207,6 @@ static PyObject *fbf_get_info(PyObject *o, void *closure) {
       i.check == BK_FBF_CHECK_SIMPLE ? "simple" : "optimized", "adaptive",
       i.adaptive ? Py_True : Py_False, "monotonic",
       self->monotonic ? Py_True : Py_False);
-}
-
-static PyObject *fbf_get_now(PyObject *o, void *closure) {
-  (void)closure;
-  return PyFloat_FromDouble(seconds_at(FBF(o), FBF(o)->last));
-}
-
-static PyObject *fbf_get_monotonic(PyObject *o, void *closure) {
-  (void)closure;
-  return PyBool_FromLong(FBF(o)->monotonic);
 }
 
 static PyObject *fbf_get_fpp(PyObject *o, void *closure) {
@@ -491,75 +223,51 @@ BKPY_DEFINE_CODEC(bkpy_fbf_codec, "ForgetfulBloomFilter", fbf, fbf);
  * monotonic filter is re-based so that its clock is time.monotonic() now
  * (the time between saving and loading does not count). */
 static PyObject *fbf_from_bytes(PyObject *cls, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"data", "monotonic", NULL};
-  PyObject *data;
-  int monotonic = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|p:from_bytes", kwlist, &data,
-                                   &monotonic))
-    return NULL;
-  PyObject *o = bkpy_from_bytes(cls, data);
-  if (o == NULL) return NULL;
-  fbf_object *self = FBF(o);
+  PyObject *o;
+  int monotonic;
+  if (bkpy_timed_from_bytes(cls, args, kw, &o, &monotonic) < 0) return NULL;
+  FBF(o)->ops = &fbf_ops;
   bk_fbf_info i;
-  bk_status s = bk_fbf_info_get(self->base.h, &i);
+  bk_status s = bk_fbf_info_get(FBF(o)->base.h, &i);
   if (s != BK_OK) {
     Py_DECREF(o);
     return bkpy_raise(s, "ForgetfulBloomFilter.from_bytes");
   }
-  self->last = i.now;
-  self->monotonic = monotonic;
-  if (monotonic) {
-    double m;
-    if (monotonic_now(&m) < 0) {
-      Py_DECREF(o);
-      return NULL;
-    }
-    self->origin = m - (double)i.now / TICKS_PER_S;
-  }
-  return o;
-}
-
-static PyObject *fbf_reduce(PyObject *o, PyObject *unused) {
-  (void)unused;
-  PyObject *blob = bkpy_to_bytes(o, NULL);
-  if (blob == NULL) return NULL;
-  PyObject *ctor = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "from_bytes");
-  if (ctor == NULL) {
-    Py_DECREF(blob);
+  if (bkpy_timed_loaded(FBF(o), i.now, monotonic) < 0) {
+    Py_DECREF(o);
     return NULL;
   }
-  return Py_BuildValue("(N(NO))", ctor, blob,
-                       FBF(o)->monotonic ? Py_True : Py_False);
+  return o;
 }
 
 #define KEYWORDS METH_VARARGS | METH_KEYWORDS
 #define CFUNC(f) (PyCFunction)(void (*)(void))(f)
 
 static PyMethodDef fbf_methods[] = {
-    {"add", CFUNC(fbf_add), KEYWORDS,
+    {"add", CFUNC(bkpy_timed_add), KEYWORDS,
      "add(key, *, now=None): move the clock to now, then insert key. "
      "InvalidArgumentError if now is earlier than the filter's clock."},
-    {"add_if_absent", CFUNC(fbf_add_if_absent), KEYWORDS,
+    {"add_if_absent", CFUNC(bkpy_timed_add_if_absent), KEYWORDS,
      "add_if_absent(key, *, now=None) -> bool: move the clock to now, then "
      "insert key; True if it was absent (not reported present). Atomic: of "
      "threads racing on one key, exactly one gets True."},
-    {"contains", CFUNC(fbf_contains_call), KEYWORDS,
+    {"contains", CFUNC(bkpy_timed_contains), KEYWORDS,
      "contains(key, *, now=None) -> bool: with now, the answer as of time "
      "now, changing nothing (bk_fbf_contains_at; a now earlier than the "
      "clock answers as of the clock). Without now, as `key in f`."},
-    {"advance", CFUNC(fbf_advance), KEYWORDS,
+    {"advance", CFUNC(bkpy_timed_advance), KEYWORDS,
      "advance(now=None): move the clock to now (explicit time: the filter's "
      "own clock if None; monotonic: time.monotonic()), running the "
      "refreshes due. InvalidArgumentError if now is earlier than the clock."},
-    {"add_many", CFUNC(fbf_add_many), KEYWORDS,
+    {"add_many", CFUNC(bkpy_timed_add_many), KEYWORDS,
      "add_many(keys, *, now=None): move the clock to now once, then add each "
      "key of a list/iterable or numpy array of 8-byte ints/floats, with the "
      "GIL released."},
-    {"add_if_absent_many", CFUNC(fbf_add_if_absent_many), KEYWORDS,
+    {"add_if_absent_many", CFUNC(bkpy_timed_add_if_absent_many), KEYWORDS,
      "add_if_absent_many(keys, *, now=None) -> list[bool] | numpy.ndarray: "
      "move the clock to now once, then add_if_absent of each key in order "
      "(a key twice: True at most once), with the GIL released."},
-    {"contains_many", CFUNC(fbf_contains_many), KEYWORDS,
+    {"contains_many", CFUNC(bkpy_timed_contains_many), KEYWORDS,
      "contains_many(keys, *, now=None) -> list[bool] | numpy.ndarray: "
      "contains of each key (as of now, changing nothing, when given; "
      "otherwise as `key in f`), with the GIL released; a numpy bool array "
@@ -573,7 +281,7 @@ static PyMethodDef fbf_methods[] = {
      "monotonic=True on time.monotonic(), re-based so that the blob's clock "
      "is now (time while saved does not count). CorruptError for anything "
      "else."},
-    {"__reduce__", fbf_reduce, METH_NOARGS,
+    {"__reduce__", bkpy_timed_reduce, METH_NOARGS,
      "pickle support: the blob and the time mode (a monotonic filter "
      "loads re-based, as from_bytes(data, monotonic=True))."},
     {NULL, NULL, 0, NULL}};
@@ -588,11 +296,11 @@ static PyGetSetDef fbf_getset[] = {
      "set_bits (per filter, future first), memory (bytes), check, adaptive, "
      "monotonic.",
      NULL},
-    {"now", fbf_get_now, NULL,
+    {"now", bkpy_timed_get_now, NULL,
      "float: the filter's clock (seconds of its time base), the latest time "
      "it was moved to.",
      NULL},
-    {"monotonic", fbf_get_monotonic, NULL,
+    {"monotonic", bkpy_timed_get_monotonic, NULL,
      "bool: True when calls without now= run at time.monotonic().", NULL},
     {"fpp", fbf_get_fpp, NULL,
      "float: the estimated false positive rate of the current state "
@@ -601,7 +309,7 @@ static PyGetSetDef fbf_getset[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PySequenceMethods fbf_as_sequence = {
-    .sq_contains = fbf_contains,
+    .sq_contains = bkpy_timed_in,
 };
 
 PyTypeObject bkpy_ForgetfulType = {
