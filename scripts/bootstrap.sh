@@ -14,11 +14,20 @@ set -eu
 # (`bloomkit kbf-experiments --memcached`).
 # valgrind: the README's examples run under it by the test command
 # (tests/run_example.sh). python3-dev, python3-pytest, python3-hypothesis:
-# the Python binding (python/) and its tests (ctest python_binding).
+# the Python binding (python/) and its tests (ctest python_binding);
+# python3-numpy: its batch calls over numpy arrays (optional at run time,
+# the tests that need it are skipped without it); python3-venv,
+# python3-setuptools, python3-wheel, python3-pip: `pip install
+# --no-build-isolation --no-index ./python` offline, in a venv or
+# system-wide (ctest python_pip_install); dh-python, python3-all-dev: the
+# Debian package python3-bloomkit (tests/package); python3-flor: the
+# Python benchmark's peer (bench/).
 PKGS="build-essential cmake pkg-config clang libxxhash-dev libmurmurhash-dev \
 libbenchmark-dev libcmocka-dev debhelper dpkg-dev lintian abigail-tools \
 gnuplot-nox libbloom-dev redis-server redis-tools libhiredis-dev memcached \
-libmemcached-dev valgrind python3-dev python3-pytest python3-hypothesis"
+libmemcached-dev valgrind python3-dev python3-pytest python3-hypothesis \
+python3-numpy python3-venv python3-setuptools python3-wheel python3-pip \
+dh-python python3-all-dev python3-flor"
 
 missing=""
 for p in $PKGS; do

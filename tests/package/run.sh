@@ -11,7 +11,7 @@
 #      a commit of the working tree would hold);
 #   2. dpkg-buildpackage -b -us -uc with DEB_BUILD_OPTIONS=nocheck (the
 #      test suite runs in scripts/test.sh already): libbloomkit2,
-#      libbloomkit-dev, bloomkit-tools;
+#      libbloomkit-dev, bloomkit-tools, python3-bloomkit;
 #   3. lintian on the .changes: no error and no warning (overrides in
 #      debian/*.lintian-overrides say why);
 #   4. what each package holds, and the installed libraries' exports
@@ -19,7 +19,11 @@
 #   5. consumers of the installed -dev package: pkg-config (core alone;
 #      the FBF through the umbrella), `pkg-config --static` fully static,
 #      find_package(bloomkit COMPONENTS fbf) shared and static, readelf -d
-#      NEEDED for each, and the installed `bloomkit` command.
+#      NEEDED for each, and the installed `bloomkit` command;
+#   6. python3-bloomkit: /usr/bin/python3 imports bloomkit from
+#      /usr/lib/python3/dist-packages (run from outside the checkout, in
+#      isolated mode), its extension loads the installed libbloomkit_*
+#      (no run path), and a filter round trip works.
 # Needs root (apt-get), debhelper, dpkg-dev, lintian (scripts/bootstrap.sh).
 # Refuses to run if a bloomkit package is already installed, so it never
 # removes an installation it did not make.
@@ -36,7 +40,7 @@ root=$(cd "$here/../.." && pwd)
 jobs=${BK_PACKAGE_JOBS:-2}
 cc=${BK_PACKAGE_CC:-cc}
 cflags="-std=c11 -Wall -Wextra -Wpedantic -Werror"
-packages="libbloomkit2 libbloomkit-dev bloomkit-tools"
+packages="libbloomkit2 libbloomkit-dev bloomkit-tools python3-bloomkit"
 
 fail() {
   echo "package test FAILED: $*" >&2
@@ -128,6 +132,17 @@ for f in /usr/include/bloomkit/bloom.h "$libdir/libbloomkit_core.a" \
   contents libbloomkit-dev | grep -qx "$f" || fail "libbloomkit-dev has no $f"
 done
 contents bloomkit-tools | grep -qx /usr/bin/bloomkit || fail "bloomkit-tools has no /usr/bin/bloomkit"
+pydir=/usr/lib/python3/dist-packages/bloomkit
+contents python3-bloomkit | grep -qx "$pydir/__init__.py" ||
+  fail "python3-bloomkit has no $pydir/__init__.py"
+pyext=$(contents python3-bloomkit | grep -x "$pydir/_bloomkit\.cpython-.*\.so") ||
+  fail "python3-bloomkit has no $pydir/_bloomkit.cpython-*.so"
+pydeps=$(dpkg-deb -f "$work/python3-bloomkit_${version}_"*.deb Depends)
+echo "    python3-bloomkit: $pyext; Depends: $pydeps"
+echo "$pydeps" | grep -q "libbloomkit2 (>= ${version%%~*}" ||
+  fail "python3-bloomkit does not depend on libbloomkit2 (shlibs)"
+echo "$pydeps" | grep -q "python3 (>= 3" ||
+  fail "python3-bloomkit does not depend on python3 (dh_python3)"
 
 step "apt-get install ./*.deb"
 installed=1
@@ -191,5 +206,35 @@ step "the bloomkit command"
 # pre-release suffix (0.1.1~dev1 is a build of 0.1.1 before its release).
 [ "$(bloomkit --version)" = "bloomkit ${version%%~*}" ] ||
   fail "bloomkit --version says '$(bloomkit --version)'"
+
+step "python3-bloomkit: import bloomkit with /usr/bin/python3 (from $work)"
+readelf -d "$pyext" | grep -Eq 'R(UN)?PATH' && fail "$pyext has a run path"
+[ "$(needed "$pyext" | grep -o 'libbloomkit[^ ]*' | tr '\n' ' ')" = \
+  "libbloomkit_bloomclock.so.2 libbloomkit_cbf.so.2 libbloomkit_core.so.2 libbloomkit_fbf.so.2 libbloomkit_kbf.so.2 " ] ||
+  fail "$pyext needs $(needed "$pyext")"
+# -I: no PYTHONPATH, no user site, not the current directory.
+(cd "$work" && /usr/bin/python3 -I - "$pydir" "$libdir" "${version%%~*}") <<'EOF' ||
+import os
+import pickle
+import sys
+
+pydir, libdir, version = sys.argv[1:]
+import bloomkit  # noqa: E402
+
+assert os.path.dirname(bloomkit.__file__) == pydir, bloomkit.__file__
+assert bloomkit.library_version == version, bloomkit.library_version
+with open("/proc/self/maps") as f:
+    libs = sorted({line.split()[-1] for line in f if "/libbloomkit_" in line})
+assert len(libs) == 5 and all(os.path.dirname(p) == libdir for p in libs), libs
+bf = bloomkit.BloomFilter(10_000, 0.01, seed=3)
+keys = [f"key-{i}" for i in range(1000)]
+bf.update(keys)
+assert all(k in bf for k in keys)
+for again in (bloomkit.BloomFilter.from_bytes(bf.to_bytes()),
+              pickle.loads(pickle.dumps(bf))):
+    assert again.to_bytes() == bf.to_bytes() and all(k in again for k in keys)
+print(f"    {bloomkit.__file__}: bloomkit {version}, round trip OK")
+EOF
+  fail "import bloomkit from python3-bloomkit"
 
 echo "package test: OK ($(cd "$work" && ls ./*.deb | tr '\n' ' '))"
