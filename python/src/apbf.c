@@ -216,18 +216,19 @@ static PyObject *apbf_from_bytes(PyObject *cls, PyObject *args, PyObject *kw) {
 
 #define KEYWORDS METH_VARARGS | METH_KEYWORDS
 #define CFUNC(f) (PyCFunction)(void (*)(void))(f)
+#define FASTCALL METH_FASTCALL | METH_KEYWORDS
 
 static PyMethodDef apbf_methods[] = {
-    {"add", CFUNC(bkpy_timed_add), KEYWORDS,
+    {"add", CFUNC(bkpy_timed_add), FASTCALL,
      "add(key, *, now=None): insert key (one insert of the count-based "
      "window, even when the key is there already); time-based, move the "
      "clock to now first (InvalidArgumentError if earlier than the clock)."},
-    {"add_if_absent", CFUNC(bkpy_timed_add_if_absent), KEYWORDS,
+    {"add_if_absent", CFUNC(bkpy_timed_add_if_absent), FASTCALL,
      "add_if_absent(key, *, now=None) -> bool: insert key unless it is "
      "found (then its window keeps running from its first insert); True if "
      "it was inserted. Atomic: of threads racing on one key, exactly one "
      "gets True."},
-    {"contains", CFUNC(bkpy_timed_contains), KEYWORDS,
+    {"contains", CFUNC(bkpy_timed_contains), FASTCALL,
      "contains(key, *, now=None) -> bool: with now (time-based), the answer "
      "as of now, changing nothing (bk_apbf_contains_at); without, as "
      "`key in f`."},

@@ -242,16 +242,17 @@ static PyObject *fbf_from_bytes(PyObject *cls, PyObject *args, PyObject *kw) {
 
 #define KEYWORDS METH_VARARGS | METH_KEYWORDS
 #define CFUNC(f) (PyCFunction)(void (*)(void))(f)
+#define FASTCALL METH_FASTCALL | METH_KEYWORDS
 
 static PyMethodDef fbf_methods[] = {
-    {"add", CFUNC(bkpy_timed_add), KEYWORDS,
+    {"add", CFUNC(bkpy_timed_add), FASTCALL,
      "add(key, *, now=None): move the clock to now, then insert key. "
      "InvalidArgumentError if now is earlier than the filter's clock."},
-    {"add_if_absent", CFUNC(bkpy_timed_add_if_absent), KEYWORDS,
+    {"add_if_absent", CFUNC(bkpy_timed_add_if_absent), FASTCALL,
      "add_if_absent(key, *, now=None) -> bool: move the clock to now, then "
      "insert key; True if it was absent (not reported present). Atomic: of "
      "threads racing on one key, exactly one gets True."},
-    {"contains", CFUNC(bkpy_timed_contains), KEYWORDS,
+    {"contains", CFUNC(bkpy_timed_contains), FASTCALL,
      "contains(key, *, now=None) -> bool: with now, the answer as of time "
      "now, changing nothing (bk_fbf_contains_at; a now earlier than the "
      "clock answers as of the clock). Without now, as `key in f`."},

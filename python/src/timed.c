@@ -10,22 +10,40 @@
 #include "timed.h"
 
 #include <math.h>
+#include <time.h>
 
 /* Largest tick a Python time may map to (doubles are exact below 2^53). */
 #define MAX_TICK 9007199254740992.0
 
-/* time.monotonic() through the time module (so a test can patch it). */
+/* time.monotonic() as the time module has it now (so a test can patch
+ * it): while it is the built-in one, its clock read directly (Linux's
+ * CLOCK_MONOTONIC, the clock Python's time.monotonic() reads), without
+ * the call and the float object. */
 static int monotonic_now(double *out) {
-  static PyObject *time_mod; /* a module object lives as long as the VM */
+  static PyObject *time_mod, *name, *builtin; /* live as long as the VM */
   if (time_mod == NULL) {
+    name = PyUnicode_InternFromString("monotonic");
+    if (name == NULL) return -1;
     time_mod = PyImport_ImportModule("time");
     if (time_mod == NULL) return -1;
+    builtin = PyObject_GetAttr(time_mod, name);
+    if (builtin == NULL) return -1;
   }
-  PyObject *v = PyObject_CallMethod(time_mod, "monotonic", NULL);
-  if (v == NULL) return -1;
-  double d = PyFloat_AsDouble(v);
-  Py_DECREF(v);
-  if (d == -1.0 && PyErr_Occurred()) return -1;
+  PyObject *fn = PyObject_GetAttr(time_mod, name);
+  if (fn == NULL) return -1;
+  double d;
+  struct timespec ts;
+  if (fn == builtin && clock_gettime(CLOCK_MONOTONIC, &ts) == 0) {
+    Py_DECREF(fn);
+    d = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+  } else {
+    PyObject *v = PyObject_CallNoArgs(fn);
+    Py_DECREF(fn);
+    if (v == NULL) return -1;
+    d = PyFloat_AsDouble(v);
+    Py_DECREF(v);
+    if (d == -1.0 && PyErr_Occurred()) return -1;
+  }
   if (!isfinite(d)) {
     PyErr_SetString(PyExc_ValueError, "time.monotonic() is not finite");
     return -1;
@@ -128,14 +146,22 @@ int bkpy_tick_for(bkpy_timed *t, PyObject *now_obj, uint64_t *out) {
   return 0;
 }
 
-int bkpy_advance_to(bkpy_timed *t, uint64_t tick, const char *what) {
+/* Raise s naming "<Class>.<method>" (formatted only on error). */
+static void raise_for(const bkpy_timed *t, const char *method, bk_status s) {
+  char what[96];
+  (void)snprintf(what, sizeof what, "%s.%s", t->ops->name, method);
+  bkpy_raise(s, what);
+}
+
+int bkpy_advance_to(bkpy_timed *t, uint64_t tick, const char *method) {
   if (tick == t->last) return 0;
   if (tick < t->last) {
     char msg[200];
     (void)snprintf(msg, sizeof msg,
-                   "%s: now (%.3f s) is earlier than the filter's clock "
+                   "%s.%s: now (%.3f s) is earlier than the filter's clock "
                    "(%.3f s), time cannot go backwards",
-                   what, bkpy_seconds_at(t, tick), bkpy_seconds_at(t, t->last));
+                   t->ops->name, method, bkpy_seconds_at(t, tick),
+                   bkpy_seconds_at(t, t->last));
     bkpy_raise(BK_EINVAL, msg);
     return -1;
   }
@@ -143,7 +169,7 @@ int bkpy_advance_to(bkpy_timed *t, uint64_t tick, const char *what) {
    * in between). */
   bk_status s = t->ops->advance(t->base.h, tick);
   if (s != BK_OK) {
-    bkpy_raise(s, what);
+    raise_for(t, method, s);
     return -1;
   }
   t->last = tick;
@@ -189,24 +215,57 @@ int bkpy_timed_from_bytes(PyObject *cls, PyObject *args, PyObject *kw,
 
 #define T(o) ((bkpy_timed *)(o))
 
-/* "<Class>.<method>" for messages. */
-static void what_of(PyObject *o, const char *method, char *buf, size_t cap) {
-  (void)snprintf(buf, cap, "%s.%s", T(o)->ops->name, method);
-}
-
 enum keyed_op { OP_ADD, OP_ADD_IF_ABSENT, OP_CONTAINS };
 
+static const char *const keyed_names[] = {"add", "add_if_absent", "contains"};
+
+static int is_name(PyObject *name, const char *s) {
+  return PyUnicode_Check(name) &&
+         PyUnicode_CompareWithASCIIString(name, s) == 0;
+}
+
+/* (key, *, now=None) of a vectorcall (METH_FASTCALL | METH_KEYWORDS: no
+ * argument tuple or dict is built, a third of a single call's time). */
+static int key_now_args(PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames, const char *fname, PyObject **key,
+                        PyObject **now_obj) {
+  *key = nargs >= 1 ? args[0] : NULL;
+  *now_obj = Py_None;
+  if (nargs > 1) {
+    PyErr_Format(PyExc_TypeError,
+                 "%s() takes 1 positional argument but %zd were given (now= "
+                 "is keyword-only)",
+                 fname, nargs);
+    return -1;
+  }
+  Py_ssize_t nk = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t i = 0; i < nk; i++) {
+    PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+    if (is_name(name, "now")) {
+      *now_obj = args[nargs + i];
+    } else if (is_name(name, "key") && *key == NULL) {
+      *key = args[nargs + i];
+    } else {
+      PyErr_Format(PyExc_TypeError,
+                   "%s() got an unexpected (or repeated) keyword argument %R",
+                   fname, name);
+      return -1;
+    }
+  }
+  if (*key == NULL) {
+    PyErr_Format(PyExc_TypeError, "%s() missing required argument 'key'",
+                 fname);
+    return -1;
+  }
+  return 0;
+}
+
 /* add, add_if_absent and contains: (key, *, now=None). */
-static PyObject *keyed(PyObject *o, PyObject *args, PyObject *kw,
-                       enum keyed_op op) {
-  static const char *fmts[] = {"O|$O:add", "O|$O:add_if_absent",
-                               "O|$O:contains"};
-  static char *kwlist[] = {"key", "now", NULL};
+static PyObject *keyed(PyObject *o, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames, enum keyed_op op) {
   bkpy_timed *t = T(o);
-  char what[96];
-  what_of(o, fmts[op] + 5, what, sizeof what);
-  PyObject *key, *now_obj = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, fmts[op], kwlist, &key, &now_obj))
+  PyObject *key, *now_obj;
+  if (key_now_args(args, nargs, kwnames, keyed_names[op], &key, &now_obj) < 0)
     return NULL;
   uint64_t tick;
   bkpy_key k;
@@ -224,7 +283,7 @@ static PyObject *keyed(PyObject *o, PyObject *args, PyObject *kw,
   } else {
     /* Without now=, a monotonic object's reads move its clock to the
      * present too (the state as of now: what an add would see). */
-    if (bkpy_advance_to(t, tick, what) < 0) {
+    if (bkpy_advance_to(t, tick, keyed_names[op]) < 0) {
       bkpy_key_release(&k);
       return NULL;
     }
@@ -236,31 +295,36 @@ static PyObject *keyed(PyObject *o, PyObject *args, PyObject *kw,
       s = t->ops->contains(t->base.h, k.ptr, k.len, &out);
   }
   bkpy_key_release(&k);
-  if (s != BK_OK) return bkpy_raise(s, what);
+  if (s != BK_OK) {
+    raise_for(t, keyed_names[op], s);
+    return NULL;
+  }
   if (op == OP_ADD) Py_RETURN_NONE;
   return PyBool_FromLong(out);
 }
 
-PyObject *bkpy_timed_add(PyObject *o, PyObject *args, PyObject *kw) {
-  return keyed(o, args, kw, OP_ADD);
+PyObject *bkpy_timed_add(PyObject *o, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames) {
+  return keyed(o, args, nargs, kwnames, OP_ADD);
 }
 
-PyObject *bkpy_timed_add_if_absent(PyObject *o, PyObject *args, PyObject *kw) {
-  return keyed(o, args, kw, OP_ADD_IF_ABSENT);
+PyObject *bkpy_timed_add_if_absent(PyObject *o, PyObject *const *args,
+                                   Py_ssize_t nargs, PyObject *kwnames) {
+  return keyed(o, args, nargs, kwnames, OP_ADD_IF_ABSENT);
 }
 
-PyObject *bkpy_timed_contains(PyObject *o, PyObject *args, PyObject *kw) {
-  return keyed(o, args, kw, OP_CONTAINS);
+PyObject *bkpy_timed_contains(PyObject *o, PyObject *const *args,
+                              Py_ssize_t nargs, PyObject *kwnames) {
+  return keyed(o, args, nargs, kwnames, OP_CONTAINS);
 }
 
 int bkpy_timed_in(PyObject *o, PyObject *key) {
   bkpy_timed *t = T(o);
-  char what[96];
-  what_of(o, "__contains__", what, sizeof what);
   bkpy_key k;
   if (bkpy_key_get(key, &k) < 0) return -1;
   uint64_t tick;
-  if (bkpy_tick_for(t, NULL, &tick) < 0 || bkpy_advance_to(t, tick, what) < 0) {
+  if (bkpy_tick_for(t, NULL, &tick) < 0 ||
+      bkpy_advance_to(t, tick, "__contains__") < 0) {
     bkpy_key_release(&k);
     return -1;
   }
@@ -268,7 +332,7 @@ int bkpy_timed_in(PyObject *o, PyObject *key) {
   bk_status s = t->ops->contains(t->base.h, k.ptr, k.len, &in);
   bkpy_key_release(&k);
   if (s != BK_OK) {
-    bkpy_raise(s, what);
+    raise_for(t, "__contains__", s);
     return -1;
   }
   return in ? 1 : 0;
@@ -276,13 +340,11 @@ int bkpy_timed_in(PyObject *o, PyObject *key) {
 
 PyObject *bkpy_timed_advance(PyObject *o, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"now", NULL};
-  char what[96];
-  what_of(o, "advance", what, sizeof what);
   PyObject *now_obj = Py_None;
   uint64_t tick;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:advance", kwlist, &now_obj) ||
       bkpy_tick_for(T(o), now_obj, &tick) < 0 ||
-      bkpy_advance_to(T(o), tick, what) < 0)
+      bkpy_advance_to(T(o), tick, "advance") < 0)
     return NULL;
   Py_RETURN_NONE;
 }
@@ -315,8 +377,8 @@ static PyObject *batch(PyObject *o, PyObject *args, PyObject *kw,
                                "O|$O:contains_many"};
   static char *kwlist[] = {"keys", "now", NULL};
   bkpy_timed *t = T(o);
-  char what[96];
-  what_of(o, fmts[op] + 5, what, sizeof what);
+  char what[96]; /* a batch is long: formatted ahead */
+  (void)snprintf(what, sizeof what, "%s.%s", t->ops->name, fmts[op] + 5);
   PyObject *keys, *now_obj = Py_None;
   uint64_t tick;
   if (!PyArg_ParseTupleAndKeywords(args, kw, fmts[op], kwlist, &keys,
@@ -327,7 +389,7 @@ static PyObject *batch(PyObject *o, PyObject *args, PyObject *kw,
     struct at_arg a = {t->ops, tick};
     return bkpy_batch_call(o, keys, contains_at_many_fn, &a, 1, 1, what);
   }
-  if (bkpy_advance_to(t, tick, what) < 0) return NULL;
+  if (bkpy_advance_to(t, tick, fmts[op] + 5) < 0) return NULL;
   if (op == B_CONTAINS)
     return bkpy_batch_call(o, keys, t->ops->contains_many, NULL, 1, 1, what);
   /* A single-writer object keeps the GIL through its adds: the GIL is

@@ -56,9 +56,9 @@ int bkpy_timed_start(bkpy_timed *t, PyObject *now_obj, uint64_t *start);
  * time.monotonic() (monotonic). */
 int bkpy_tick_for(bkpy_timed *t, PyObject *now_obj, uint64_t *out);
 
-/* Move the C clock to tick; InvalidArgumentError naming `what` when tick
- * is before the clock. */
-int bkpy_advance_to(bkpy_timed *t, uint64_t tick, const char *what);
+/* Move the C clock to tick; InvalidArgumentError naming the class and
+ * `method` when tick is before the clock. */
+int bkpy_advance_to(bkpy_timed *t, uint64_t tick, const char *method);
 
 /* A tick as seconds of the filter's time base. */
 double bkpy_seconds_at(const bkpy_timed *t, uint64_t tick);
@@ -84,10 +84,13 @@ int bkpy_timed_from_bytes(PyObject *cls, PyObject *args, PyObject *kw,
  * nothing; without now= a monotonic object moves its clock to the present
  * before any call, reads included. Batches drop the GIL (adds keep it in
  * single-writer mode). */
-PyObject *bkpy_timed_add(PyObject *self, PyObject *args, PyObject *kw);
-PyObject *bkpy_timed_add_if_absent(PyObject *self, PyObject *args,
-                                   PyObject *kw);
-PyObject *bkpy_timed_contains(PyObject *self, PyObject *args, PyObject *kw);
+/* add, add_if_absent, contains: METH_FASTCALL | METH_KEYWORDS. */
+PyObject *bkpy_timed_add(PyObject *self, PyObject *const *args,
+                         Py_ssize_t nargs, PyObject *kwnames);
+PyObject *bkpy_timed_add_if_absent(PyObject *self, PyObject *const *args,
+                                   Py_ssize_t nargs, PyObject *kwnames);
+PyObject *bkpy_timed_contains(PyObject *self, PyObject *const *args,
+                              Py_ssize_t nargs, PyObject *kwnames);
 int bkpy_timed_in(PyObject *self, PyObject *key);
 PyObject *bkpy_timed_advance(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *bkpy_timed_add_many(PyObject *self, PyObject *args, PyObject *kw);

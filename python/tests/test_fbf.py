@@ -398,3 +398,45 @@ def test_real_monotonic_time_forgets():
     assert f.contains("k", now=f.now)
     time.sleep(f.info["window_max"] + 0.02)
     assert "k" not in f
+
+
+def test_keyword_arguments():
+    f = bloomkit.ForgetfulBloomFilter(100, 0.01, 10, now=0)
+    f.add(key="k", now=1)
+    assert f.contains(key="k") and f.add_if_absent(now=2, key="k") is False
+    for call in (lambda: f.add(), lambda: f.add("k", key="j"),
+                 lambda: f.add("k", when=3), lambda: f.contains("k", 1, 2),
+                 lambda: f.add_many(), lambda: f.advance(1, 2)):
+        with pytest.raises(TypeError):
+            call()
+    assert f.now == 2
+
+
+def test_threads_share_one_filter():
+    # Batches run with the GIL released beside single calls, advance and
+    # add_if_absent from other threads: no key is lost, never two threads
+    # are told one key is new.
+    import threading
+    f = bloomkit.ForgetfulBloomFilter(100_000, 0.01, 1000, now=0)
+    parts = [list(range(i * 20_000, (i + 1) * 20_000)) for i in range(3)]
+    wins = []
+
+    def adder(p):
+        f.add_many(p)
+
+    def racer():
+        wins.append(f.add_if_absent_many([f"r{i}" for i in range(2000)]))
+
+    threads = [threading.Thread(target=adder, args=(p,)) for p in parts]
+    threads += [threading.Thread(target=racer) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for s in range(1, 50):
+        f.advance(s)
+    for t in threads:
+        t.join()
+    assert all(f.contains_many(range(60_000)))
+    told_new = [sum(w[i] for w in wins) for i in range(2000)]
+    assert max(told_new) == 1  # never two threads
+    # None: the key was a false positive before any insert (1 % target).
+    assert told_new.count(0) <= 60
