@@ -21,13 +21,14 @@ set -eu
 # --no-build-isolation --no-index ./python` offline, in a venv or
 # system-wide (ctest python_pip_install); dh-python, python3-all-dev: the
 # Debian package python3-bloomkit (tests/package); python3-flor: the
-# Python benchmark's peer (bench/).
+# Python benchmark's peer (bench/); mypy: its stubtest checks the type
+# stubs (python/bloomkit/__init__.pyi) against the module (test_stubs.py).
 PKGS="build-essential cmake pkg-config clang libxxhash-dev libmurmurhash-dev \
 libbenchmark-dev libcmocka-dev debhelper dpkg-dev lintian abigail-tools \
 gnuplot-nox libbloom-dev redis-server redis-tools libhiredis-dev memcached \
 libmemcached-dev valgrind python3-dev python3-pytest python3-hypothesis \
 python3-numpy python3-venv python3-setuptools python3-wheel python3-pip \
-dh-python python3-all-dev python3-flor"
+dh-python python3-all-dev python3-flor mypy"
 
 missing=""
 for p in $PKGS; do

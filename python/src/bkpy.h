@@ -156,6 +156,9 @@ void bkpy_dealloc(PyObject *self);
 PyObject *bkpy_to_bytes(PyObject *self, PyObject *unused);
 PyObject *bkpy_from_bytes(PyObject *cls, PyObject *data);
 PyObject *bkpy_reduce(PyObject *self, PyObject *unused);
+/* copy() through to_bytes / from_bytes, and __deepcopy__(memo) as it. */
+PyObject *bkpy_copy(PyObject *self, PyObject *unused);
+PyObject *bkpy_deepcopy(PyObject *self, PyObject *memo);
 
 /* A Python int as an unsigned int at most max; -1 with an exception. */
 int bkpy_uint(PyObject *obj, const char *name, unsigned max, unsigned *out);

@@ -3,12 +3,16 @@
  * bloomkit.CountingBloomFilter over bk_cbf and bloomkit.ScalableCountingFilter
  * over bk_scbf (cbf.h). The counting filter: add, remove (KeyError when the
  * key is certainly absent: the library changes nothing then), discard, `in`,
- * count, update, info and to_bytes / from_bytes / pickle. The scalable one
+ * count, update, the batch calls add_many / contains_many / remove_many
+ * (bkpy_batch: lists or numpy arrays, GIL released; adds and removes keep
+ * it in single_writer mode), | and |= (the library's saturating merge),
+ * clear, copy, info and to_bytes / from_bytes / pickle. The scalable one
  * lives in a memory-mapped file (or in memory with path=None) and is a
  * context manager: close() (also __exit__ and dealloc) seals the file; add
- * and remove take the caller's id (dablooms' model), flush makes writes
- * durable, and seqnum / mem_seqnum / disk_seqnum report them. The GIL is
- * held around every call (each is one key, one blob or one flush).
+ * and remove take the caller's id (dablooms' model), flush (GIL released:
+ * it waits on the disk) makes writes durable, and seqnum / mem_seqnum /
+ * disk_seqnum report them; contains_many asks a batch with the GIL
+ * released. Single-key calls keep the GIL.
  */
 #include "bkpy.h"
 
@@ -75,18 +79,22 @@ static PyObject *key_error(PyObject *key) {
 
 static PyObject *cbf_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"capacity", "fpp",  "counter_bits",
-                           "layout",   "seed", NULL};
+                           "layout",   "seed", "single_writer",
+                           NULL};
   PyObject *cap_obj;
   PyObject *bits_obj = NULL;
   PyObject *seed_obj = NULL;
   double fpp;
   const char *layout = "standard";
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "Od|OsO", kwlist, &cap_obj, &fpp,
-                                   &bits_obj, &layout, &seed_obj))
+  int single_writer = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "Od|OsO$p", kwlist, &cap_obj, &fpp,
+                                   &bits_obj, &layout, &seed_obj,
+                                   &single_writer))
     return NULL;
   bk_cbf_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.fpp = fpp;
+  cfg.single_writer = single_writer != 0;
   if (capacity_fpp(cap_obj, fpp, "CountingBloomFilter: fpp must be in (0, 1)",
                    &cfg.capacity) < 0 ||
       counter_bits(bits_obj, &cfg.counter_bits) < 0 ||
@@ -96,7 +104,9 @@ static PyObject *cbf_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   bk_cbf *f = NULL;
   bk_status s = bk_cbf_create(&f, &cfg);
   if (s != BK_OK) return bkpy_raise(s, "CountingBloomFilter");
-  return bkpy_wrap(type, f);
+  PyObject *o = bkpy_wrap(type, f);
+  if (o != NULL) ((bkpy_object *)o)->single_writer = single_writer != 0;
+  return o;
 }
 
 static int cbf_add_one(PyObject *o, PyObject *key) {
@@ -113,23 +123,6 @@ static int cbf_add_one(PyObject *o, PyObject *key) {
 
 static PyObject *cbf_add(PyObject *o, PyObject *key) {
   if (cbf_add_one(o, key) < 0) return NULL;
-  Py_RETURN_NONE;
-}
-
-static PyObject *cbf_update(PyObject *o, PyObject *iterable) {
-  PyObject *it = PyObject_GetIter(iterable);
-  if (it == NULL) return NULL;
-  PyObject *key;
-  while ((key = PyIter_Next(it)) != NULL) {
-    int rc = cbf_add_one(o, key);
-    Py_DECREF(key);
-    if (rc < 0) {
-      Py_DECREF(it);
-      return NULL;
-    }
-  }
-  Py_DECREF(it);
-  if (PyErr_Occurred()) return NULL;
   Py_RETURN_NONE;
 }
 
@@ -198,12 +191,177 @@ static PyObject *cbf_get_info(PyObject *o, void *closure) {
       (Py_ssize_t)i.memory);
 }
 
+/* ---- batches, merge, clear, copy, single_writer ---- */
+
+static bk_status add_many_fn(void *h, const void *const *keys,
+                             const size_t *lens, size_t m, bool *out,
+                             void *arg) {
+  (void)out;
+  (void)arg;
+  return bk_cbf_add_many(h, keys, lens, m);
+}
+
+static bk_status contains_many_fn(void *h, const void *const *keys,
+                                  const size_t *lens, size_t m, bool *out,
+                                  void *arg) {
+  (void)arg;
+  return bk_cbf_contains_many(h, keys, lens, m, out);
+}
+
+/* arg: the size_t count of keys removed so far. */
+static bk_status remove_many_fn(void *h, const void *const *keys,
+                                const size_t *lens, size_t m, bool *out,
+                                void *arg) {
+  (void)out;
+  size_t removed = 0;
+  bk_status s = bk_cbf_remove_many(h, keys, lens, m, &removed);
+  *(size_t *)arg += removed;
+  return s;
+}
+
+/* Adds and removes drop the GIL unless the filter is single_writer: the
+ * GIL is then what keeps a second writer out (as BloomFilter). */
+static int writes_release_gil(PyObject *o) {
+  return !((bkpy_object *)o)->single_writer;
+}
+
+static PyObject *cbf_add_many(PyObject *o, PyObject *keys) {
+  return bkpy_batch_call(o, keys, add_many_fn, NULL, 0, writes_release_gil(o),
+                         "CountingBloomFilter.add_many");
+}
+
+static PyObject *cbf_update(PyObject *o, PyObject *keys) {
+  return bkpy_batch_call(o, keys, add_many_fn, NULL, 0, writes_release_gil(o),
+                         "CountingBloomFilter.update");
+}
+
+static PyObject *cbf_contains_many(PyObject *o, PyObject *keys) {
+  return bkpy_batch_call(o, keys, contains_many_fn, NULL, 1, 1,
+                         "CountingBloomFilter.contains_many");
+}
+
+static PyObject *cbf_remove_many(PyObject *o, PyObject *keys) {
+  bkpy_batch b;
+  if (bkpy_batch_get(keys, &b) < 0) return NULL;
+  size_t removed = 0;
+  bk_status s = bkpy_batch_run(o, &b, remove_many_fn, NULL, &removed,
+                               writes_release_gil(o) && b.n >= 256);
+  bkpy_batch_release(&b);
+  if (s != BK_OK) return bkpy_raise(s, "CountingBloomFilter.remove_many");
+  return PyLong_FromSize_t(removed);
+}
+
+static PyObject *cbf_clear(PyObject *o, PyObject *unused) {
+  (void)unused;
+  if (bkpy_exclusive(o, "CountingBloomFilter.clear") < 0) return NULL;
+  bk_status s = bk_cbf_clear(((bkpy_object *)o)->h);
+  if (s != BK_OK) return bkpy_raise(s, "CountingBloomFilter.clear");
+  Py_RETURN_NONE;
+}
+
+/* Switch o's handle to single-writer mode or back (o exclusive). */
+static int cbf_single_writer_to(PyObject *o, int on) {
+  if (bkpy_exclusive(o, "CountingBloomFilter.single_writer") < 0) return -1;
+  bk_status s = bk_cbf_set_single_writer(((bkpy_object *)o)->h, on != 0);
+  if (s != BK_OK) {
+    bkpy_raise(s, "CountingBloomFilter.single_writer");
+    return -1;
+  }
+  ((bkpy_object *)o)->single_writer = on != 0;
+  return 0;
+}
+
+static PyObject *cbf_copy(PyObject *o, PyObject *unused) {
+  PyObject *c = bkpy_copy(o, unused);
+  if (c != NULL && ((bkpy_object *)o)->single_writer &&
+      cbf_single_writer_to(c, 1) < 0)
+    Py_CLEAR(c);
+  return c;
+}
+
+static PyObject *cbf_deepcopy(PyObject *o, PyObject *memo) {
+  (void)memo;
+  return cbf_copy(o, NULL);
+}
+
+static PyObject *cbf_get_single_writer(PyObject *o, void *closure) {
+  (void)closure;
+  return PyBool_FromLong(((bkpy_object *)o)->single_writer);
+}
+
+static int cbf_set_single_writer(PyObject *o, PyObject *v, void *closure) {
+  (void)closure;
+  if (v == NULL) {
+    PyErr_SetString(PyExc_AttributeError, "cannot delete single_writer");
+    return -1;
+  }
+  int on = PyObject_IsTrue(v);
+  if (on < 0) return -1;
+  return cbf_single_writer_to(o, on);
+}
+
+/* dst += src (dst and src exclusive: the merge reads src whole). */
+static int cbf_merge_into(PyObject *dst, PyObject *src) {
+  if (bkpy_exclusive(dst, "CountingBloomFilter |") < 0 ||
+      bkpy_exclusive(src, "CountingBloomFilter |") < 0)
+    return -1;
+  bk_status s = bk_cbf_merge(((bkpy_object *)dst)->h, ((bkpy_object *)src)->h);
+  if (s != BK_OK) {
+    bkpy_raise(s, "CountingBloomFilter |");
+    return -1;
+  }
+  return 0;
+}
+
+static int both_cbf(PyObject *a, PyObject *b) {
+  return PyObject_TypeCheck(a, &bkpy_CbfType) &&
+         PyObject_TypeCheck(b, &bkpy_CbfType);
+}
+
+static PyObject *cbf_or(PyObject *a, PyObject *b) {
+  if (!both_cbf(a, b)) Py_RETURN_NOTIMPLEMENTED;
+  PyObject *c = cbf_copy(a, NULL);
+  if (c != NULL && cbf_merge_into(c, b) < 0) Py_CLEAR(c);
+  return c;
+}
+
+static PyObject *cbf_ior(PyObject *a, PyObject *b) {
+  if (!both_cbf(a, b)) Py_RETURN_NOTIMPLEMENTED;
+  if (cbf_merge_into(a, b) < 0) return NULL;
+  return Py_NewRef(a);
+}
+
+static PyNumberMethods cbf_as_number = {
+    .nb_or = cbf_or,
+    .nb_inplace_or = cbf_ior,
+};
+
 BKPY_DEFINE_CODEC(bkpy_cbf_codec, "CountingBloomFilter", cbf, cbf);
 
 static PyMethodDef cbf_methods[] = {
     {"add", cbf_add, METH_O,
      "add(key): increment the key's counters (saturated ones stay)."},
-    {"update", cbf_update, METH_O, "update(iterable): add every key."},
+    {"update", cbf_update, METH_O,
+     "update(keys): add every key of an iterable (or a numpy array of "
+     "8-byte ints/floats); the same as add_many."},
+    {"add_many", cbf_add_many, METH_O,
+     "add_many(keys): add a list/iterable of keys or a numpy array of "
+     "uint64/int64/float64, in chunks with the GIL released (unless "
+     "single_writer)."},
+    {"contains_many", cbf_contains_many, METH_O,
+     "contains_many(keys) -> list[bool] | numpy.ndarray: membership of each "
+     "key (a numpy bool array when keys is an array), with the GIL "
+     "released."},
+    {"remove_many", cbf_remove_many, METH_O,
+     "remove_many(keys) -> int: remove each key in order as discard does "
+     "(a certainly absent key changes nothing) and return how many were "
+     "removed; GIL released as add_many."},
+    {"clear", cbf_clear, METH_NOARGS, "clear(): zero every counter."},
+    {"copy", cbf_copy, METH_NOARGS,
+     "copy() -> CountingBloomFilter: an independent copy (single_writer "
+     "as this one)."},
+    {"__copy__", cbf_copy, METH_NOARGS, "copy.copy support"},
+    {"__deepcopy__", cbf_deepcopy, METH_O, "copy.deepcopy support"},
     {"remove", cbf_remove, METH_O,
      "remove(key): decrement the key's counters; KeyError (nothing changed) "
      "when one of them is zero, so the key cannot have been added."},
@@ -226,6 +384,11 @@ static PyGetSetDef cbf_getset[] = {
      "dict: m_counters, k, counter_bits, layout, seed, capacity, nonzero, "
      "saturated (counters stuck at their maximum), fill_fpp, memory.",
      NULL},
+    {"single_writer", cbf_get_single_writer, cbf_set_single_writer,
+     "bool: one updating thread at a time (faster adds and removes; batch "
+     "adds and removes then keep the GIL). Settable; a copy starts as its "
+     "original, a loaded or unpickled filter as False.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PySequenceMethods cbf_as_sequence = {
@@ -236,15 +399,23 @@ PyTypeObject bkpy_CbfType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bloomkit.CountingBloomFilter",
     .tp_basicsize = sizeof(bkpy_object),
     .tp_dealloc = bkpy_dealloc,
+    .tp_as_number = &cbf_as_number,
     .tp_as_sequence = &cbf_as_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc =
         "CountingBloomFilter(capacity, fpp, counter_bits=4, "
-        "layout='standard', seed=0)\n\n"
+        "layout='standard', seed=0, *, single_writer=False)\n\n"
         "A counting Bloom filter: keys can be removed. A counter at "
         "its maximum (15 for 4 bits) saturates and never moves again, "
         "so no sequence of adds and removes of added keys makes a "
-        "false negative.",
+        "false negative. a | b is a new filter and a |= b merges b into a "
+        "in place (counters added, saturating; the filters must match in "
+        "size, k, counter_bits, layout and seed: MismatchError). No len(): "
+        "the library has no cardinality estimate for it (info['nonzero'] "
+        "is the fill). Adds, removes and queries may run from many threads "
+        "at once (each counter update is atomic); clear, |= and setting "
+        "single_writer raise RuntimeError while a batch call runs on the "
+        "filter in another thread.",
     .tp_methods = cbf_methods,
     .tp_getset = cbf_getset,
     .tp_new = cbf_new,
@@ -381,17 +552,85 @@ static int scbf_contains(PyObject *o, PyObject *key) {
   return in ? 1 : 0;
 }
 
+/* flush waits on the disk (msync): the GIL is released, and close
+ * refuses to run meanwhile (bkpy_exclusive). Writers in other threads wait
+ * on the filter's write lock, readers do not. */
 static PyObject *scbf_flush(PyObject *o, PyObject *unused) {
   (void)unused;
+  bkpy_object *self = (bkpy_object *)o;
   bk_scbf *h = scbf_of(o);
   if (h == NULL) return NULL;
-  bk_status s = bk_scbf_flush(h);
+  self->busy++;
+  bk_status s;
+  Py_BEGIN_ALLOW_THREADS s = bk_scbf_flush(h);
+  Py_END_ALLOW_THREADS self->busy--;
   if (s != BK_OK) return scbf_raise(s, "ScalableCountingFilter.flush", NULL);
   Py_RETURN_NONE;
 }
 
+static bk_status scbf_contains_many_fn(void *h, const void *const *keys,
+                                       const size_t *lens, size_t m, bool *out,
+                                       void *arg) {
+  (void)arg;
+  for (size_t i = 0; i < m; i++) {
+    bk_status s = bk_scbf_contains(h, keys[i], lens[i], &out[i]);
+    if (s != BK_OK) return s;
+  }
+  return BK_OK;
+}
+
+static PyObject *scbf_contains_many(PyObject *o, PyObject *keys) {
+  if (scbf_of(o) == NULL) return NULL;
+  return bkpy_batch_call(o, keys, scbf_contains_many_fn, NULL, 1, 1,
+                         "ScalableCountingFilter.contains_many");
+}
+
+/* verify(): bk_scbf_verify (O(counters) under the write lock: GIL
+ * released) as a dict; an inconsistent filter is an answer, not an error. */
+static PyObject *scbf_verify(PyObject *o, PyObject *unused) {
+  (void)unused;
+  bkpy_object *self = (bkpy_object *)o;
+  bk_scbf *h = scbf_of(o);
+  if (h == NULL) return NULL;
+  bk_scbf_verify_result *r = PyMem_Malloc(sizeof *r);
+  if (r == NULL) return PyErr_NoMemory();
+  self->busy++;
+  bk_status s;
+  Py_BEGIN_ALLOW_THREADS s = bk_scbf_verify(h, r);
+  Py_END_ALLOW_THREADS self->busy--;
+  PyObject *out = NULL, *filters = NULL;
+  if (s != BK_OK && s != BK_ECORRUPT) {
+    bkpy_raise(s, "ScalableCountingFilter.verify");
+    goto done;
+  }
+  filters = PyList_New(0);
+  for (unsigned i = 0; filters != NULL && i < r->n_filters; i++) {
+    const bk_scbf_filter_check *c = &r->filters[i];
+    PyObject *d = Py_BuildValue(
+        "{s:K,s:I,s:K,s:K,s:K,s:O,s:O}", "count", (unsigned long long)c->count,
+        "k", c->k, "expected_sum", (unsigned long long)c->expected_sum, "sum",
+        (unsigned long long)c->sum, "saturated",
+        (unsigned long long)c->saturated, "stray_bits",
+        c->stray_bits ? Py_True : Py_False, "consistent",
+        c->consistent ? Py_True : Py_False);
+    if (d == NULL || PyList_Append(filters, d) < 0) Py_CLEAR(filters);
+    Py_XDECREF(d);
+  }
+  if (filters != NULL)
+    out = Py_BuildValue("{s:O,s:O,s:O,s:I,s:O}", "consistent",
+                        r->n_inconsistent == 0 ? Py_True : Py_False, "verified",
+                        r->verified ? Py_True : Py_False, "interrupted",
+                        r->interrupted ? Py_True : Py_False, "n_inconsistent",
+                        r->n_inconsistent, "filters", filters);
+done:
+  Py_XDECREF(filters);
+  PyMem_Free(r);
+  return out;
+}
+
 static PyObject *scbf_close(PyObject *o, PyObject *unused) {
   (void)unused;
+  if (bkpy_exclusive(o, "ScalableCountingFilter.close") < 0) return NULL;
   bk_scbf_destroy(((bkpy_object *)o)->h);
   ((bkpy_object *)o)->h = NULL;
   Py_RETURN_NONE;
@@ -406,7 +645,8 @@ static PyObject *scbf_enter(PyObject *o, PyObject *unused) {
 static PyObject *scbf_exit(PyObject *o, PyObject *args) {
   (void)args;
   PyObject *r = scbf_close(o, NULL);
-  Py_XDECREF(r);
+  if (r == NULL) return NULL;
+  Py_DECREF(r);
   Py_RETURN_FALSE; /* exceptions propagate */
 }
 
@@ -482,12 +722,28 @@ static PyMethodDef scbf_methods[] = {
     {"remove", scbf_remove, METH_VARARGS,
      "remove(key, id): remove key added with id; KeyError (nothing changed) "
      "when id is in no filter's range or the key was not added there."},
+    {"contains_many", scbf_contains_many, METH_O,
+     "contains_many(keys) -> list[bool] | numpy.ndarray: `key in f` for "
+     "each key of a list or numpy array of 8-byte ints/floats, with the "
+     "GIL released (the library has no batch add: an add needs its id)."},
     {"flush", scbf_flush, METH_NOARGS,
-     "flush(): make every write durable (msync) and record disk_seqnum = "
-     "mem_seqnum; nothing to do in memory."},
+     "flush(): make every write durable (msync), store the checksums and "
+     "record disk_seqnum = mem_seqnum; nothing to do in memory. Runs with "
+     "the GIL released (it waits on the disk); adds and removes in other "
+     "threads wait for it, `in` does not."},
+    {"verify", scbf_verify, METH_NOARGS,
+     "verify() -> dict: check every filter's counters against its key "
+     "count (what can be checked without checksums, for a file that "
+     "opened unverified after a crash: info['verified'] False). Keys: "
+     "consistent, verified (checksums matched at open), interrupted (the "
+     "last write died midway: mem_seqnum 0), n_inconsistent, and filters, "
+     "a dict per filter (count, k, expected_sum, sum, saturated, "
+     "stray_bits, consistent). O(counters) with the GIL released; writers "
+     "wait."},
     {"close", scbf_close, METH_NOARGS,
      "close(): seal the file (a handle that wrote since its last flush "
-     "stores its checksums) and release it; closing twice does nothing."},
+     "stores its checksums) and release it; closing twice does nothing. "
+     "RuntimeError while flush or contains_many runs in another thread."},
     {"__enter__", scbf_enter, METH_NOARGS, "context manager: self"},
     {"__exit__", scbf_exit, METH_VARARGS, "context manager: close()"},
     {"to_bytes", scbf_to_bytes, METH_NOARGS,
@@ -505,13 +761,18 @@ static PyGetSetDef scbf_getset[] = {
      "m_counters, estimated_fpp, the three seqnums, file_backed, file_size, "
      "memory, verified.",
      NULL},
-    {"seqnum", scbf_get_seq, NULL, "int: the last write begun.", NULL},
+    {"seqnum", scbf_get_seq, NULL,
+     "int: the last write begun (every successful add or remove is one "
+     "write; create is write 1). Read through info: O(counters).",
+     NULL},
     {"mem_seqnum", scbf_get_seq, NULL,
-     "int: the last write completed; 0 while a write is in progress (after "
-     "a crash: it died mid-write).",
+     "int: the last write completed, as the file's header says; 0 while a "
+     "write is in progress (a file reopened after a crash: it died "
+     "mid-write). Equal to seqnum between calls.",
      "mem"},
     {"disk_seqnum", scbf_get_seq, NULL,
-     "int: every write up to it is on disk (set by flush; 0 in memory).",
+     "int: every write up to it is on disk (set by flush; 0 before the "
+     "first flush and always 0 in memory).",
      "disk"},
     {"closed", scbf_get_closed, NULL, "bool: close() was called.", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
@@ -534,7 +795,11 @@ PyTypeObject bkpy_ScbfType = {
         "memory-mapped file at `path` (created when missing or empty; "
         "with capacity None an existing file's own parameters are used, "
         "otherwise they must match) or in memory with path=None. A "
-        "context manager: __exit__ closes it.",
+        "context manager: __exit__ closes it (as does garbage collection; "
+        "the file stays). `path` is a str, bytes or os.PathLike. Every "
+        "call but close may run from many threads at once (writers take "
+        "the filter's write lock in turn). Pickling and from_bytes give "
+        "an in-memory copy.",
     .tp_methods = scbf_methods,
     .tp_getset = scbf_getset,
     .tp_new = scbf_new,

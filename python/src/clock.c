@@ -78,12 +78,57 @@ static PyObject *bc_tick(PyObject *o, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
-static PyObject *bc_merge(PyObject *o, PyObject *msg) {
-  void *h = same_type(o, msg);
-  if (h == NULL) return NULL;
-  bk_status s = bk_bloomclock_merge(((bkpy_object *)o)->h, h);
-  if (s != BK_OK) return bkpy_raise(s, "BloomClock.merge");
+/* A receive event from msg: a clock of self's type (merge) or the wire
+ * form of one (receive: validated before self is touched). */
+static PyObject *receive(PyObject *o, PyObject *msg,
+                         bk_status (*merge)(void *, const void *),
+                         bk_status (*recv)(void *, const void *, size_t),
+                         const char *what) {
+  bk_status s;
+  if (Py_TYPE(msg) != Py_TYPE(o) && PyObject_CheckBuffer(msg)) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(msg, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    s = recv(((bkpy_object *)o)->h, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+  } else {
+    void *h = same_type(o, msg);
+    if (h == NULL) return NULL;
+    s = merge(((bkpy_object *)o)->h, h);
+  }
+  if (s != BK_OK) return bkpy_raise(s, what);
   Py_RETURN_NONE;
+}
+
+static bk_status bc_merge_fn(void *c, const void *msg) {
+  return bk_bloomclock_merge(c, msg);
+}
+static bk_status bc_recv_fn(void *c, const void *buf, size_t len) {
+  return bk_bloomclock_receive(c, buf, len);
+}
+static bk_status vc_merge_fn(void *c, const void *msg) {
+  return bk_vclock_merge(c, msg);
+}
+static bk_status vc_recv_fn(void *c, const void *buf, size_t len) {
+  return bk_vclock_receive(c, buf, len);
+}
+
+static PyObject *bc_merge(PyObject *o, PyObject *msg) {
+  return receive(o, msg, bc_merge_fn, bc_recv_fn, "BloomClock.merge");
+}
+
+/* a == b: same type and compare() EQUAL; clocks of other shapes (a
+ * MismatchError for compare) are unequal. */
+static PyObject *clock_richcompare(PyObject *a, PyObject *b, int op) {
+  if ((op != Py_EQ && op != Py_NE) || Py_TYPE(a) != Py_TYPE(b))
+    Py_RETURN_NOTIMPLEMENTED;
+  bk_causality c = BK_CAUSAL_CONCURRENT;
+  void *x = ((bkpy_object *)a)->h, *y = ((bkpy_object *)b)->h;
+  bk_status s = Py_TYPE(a) == &bkpy_BloomClockType
+                    ? bk_bloomclock_compare(x, y, &c)
+                    : bk_vclock_compare(x, y, &c);
+  if (s != BK_OK && s != BK_EMISMATCH) return bkpy_raise(s, "clock ==");
+  int eq = s == BK_OK && c == BK_CAUSAL_EQUAL;
+  return PyBool_FromLong(op == Py_EQ ? eq : !eq);
 }
 
 static PyObject *bc_compare(PyObject *o, PyObject *other) {
@@ -123,13 +168,22 @@ static PyMethodDef bc_methods[] = {
     {"tick", bc_tick, METH_NOARGS, "tick(): a local (internal or send) event."},
     {"merge", bc_merge, METH_O,
      "merge(msg): a receive event: element-wise max with msg's clock, then a "
-     "tick."},
+     "tick. msg is a BloomClock or its to_bytes() (checked whole before "
+     "this clock changes: CorruptError). MismatchError for another m, k, "
+     "counter_bits or seed."},
+    {"copy", bkpy_copy, METH_NOARGS, "copy() -> BloomClock: a copy."},
+    {"__copy__", bkpy_copy, METH_NOARGS, "copy.copy support"},
+    {"__deepcopy__", bkpy_deepcopy, METH_O, "copy.deepcopy support"},
     {"compare", bc_compare, METH_O,
      "compare(other) -> Order: BEFORE when this timestamp happened before "
-     "other's (possibly a false positive), AFTER, EQUAL or CONCURRENT."},
+     "other's (possibly a false positive; never a false negative: if it "
+     "happened before, the answer is BEFORE or EQUAL), AFTER, EQUAL or "
+     "CONCURRENT. a == b is compare() == Order.EQUAL."},
     {"probability_before", bc_probability_before, METH_O,
      "probability_before(other) -> float: the estimated probability that "
-     "other's clock covers this one's by chance (bk_bloomclock_pr_p)."},
+     "other's clock covers this one's by chance (pr_p of Kshemkalyani & "
+     "Misra: how likely a BEFORE from compare is a false positive); near "
+     "0 means a BEFORE can be trusted."},
     {"to_bytes", bkpy_to_bytes, METH_NOARGS,
      "to_bytes() -> bytes: the library's wire form."},
     {"from_bytes", bkpy_from_bytes, METH_O | METH_CLASS,
@@ -148,11 +202,18 @@ PyTypeObject bkpy_BloomClockType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bloomkit.BloomClock",
     .tp_basicsize = sizeof(bkpy_object),
     .tp_dealloc = bkpy_dealloc,
+    .tp_hash = PyObject_HashNotImplemented,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc =
         "BloomClock(m, k, process_id=0, counter_bits=8, seed=0)\n\n"
-        "A Bloom clock of m counters and k hashes per event; every "
-        "clock of one system shares m, k, counter_bits and seed.",
+        "A Bloom clock (Kshemkalyani & Misra) of m counters of "
+        "counter_bits (8, 16 or 32) bits and k hashes per event; every "
+        "clock of one system shares m, k, counter_bits and seed, and each "
+        "process has its own process_id. Its size does not grow with the "
+        "number of processes; compare may report BEFORE falsely, never "
+        "miss one. Unhashable (it changes). A clock belongs to one thread "
+        "at a time.",
+    .tp_richcompare = clock_richcompare,
     .tp_methods = bc_methods,
     .tp_getset = bc_getset,
     .tp_new = bc_new,
@@ -184,11 +245,16 @@ static PyObject *vc_tick(PyObject *o, PyObject *unused) {
 }
 
 static PyObject *vc_merge(PyObject *o, PyObject *msg) {
-  void *h = same_type(o, msg);
+  return receive(o, msg, vc_merge_fn, vc_recv_fn, "VectorClock.merge");
+}
+
+static PyObject *vc_unseen(PyObject *o, PyObject *other) {
+  void *h = same_type(o, other);
   if (h == NULL) return NULL;
-  bk_status s = bk_vclock_merge(((bkpy_object *)o)->h, h);
-  if (s != BK_OK) return bkpy_raise(s, "VectorClock.merge");
-  Py_RETURN_NONE;
+  uint64_t n = 0;
+  bk_status s = bk_vclock_unseen(((bkpy_object *)o)->h, h, &n);
+  if (s != BK_OK) return bkpy_raise(s, "VectorClock.unseen");
+  return PyLong_FromUnsignedLongLong(n);
 }
 
 static PyObject *vc_compare(PyObject *o, PyObject *other) {
@@ -218,10 +284,19 @@ BKPY_DEFINE_CODEC(bkpy_vclock_codec, "VectorClock", vc, vclock);
 static PyMethodDef vc_methods[] = {
     {"tick", vc_tick, METH_NOARGS, "tick(): a local event (V[i] += 1)."},
     {"merge", vc_merge, METH_O,
-     "merge(msg): a receive event: element-wise max, then a tick."},
+     "merge(msg): a receive event: element-wise max, then a tick. msg is a "
+     "VectorClock or its to_bytes(); MismatchError for another number of "
+     "processes, RangeError when an entry would pass 2**32 - 1."},
     {"compare", vc_compare, METH_O,
      "compare(other) -> Order: the exact causality of this timestamp and "
-     "other's."},
+     "other's. a == b is compare() == Order.EQUAL."},
+    {"unseen", vc_unseen, METH_O,
+     "unseen(other) -> int: events in other's causal past that are not in "
+     "this one's (sum of max(0, other[j] - self[j])); 0 exactly when "
+     "other happened before this or equals it."},
+    {"copy", bkpy_copy, METH_NOARGS, "copy() -> VectorClock: a copy."},
+    {"__copy__", bkpy_copy, METH_NOARGS, "copy.copy support"},
+    {"__deepcopy__", bkpy_deepcopy, METH_O, "copy.deepcopy support"},
     {"to_bytes", bkpy_to_bytes, METH_NOARGS,
      "to_bytes() -> bytes: the library's wire form."},
     {"from_bytes", bkpy_from_bytes, METH_O | METH_CLASS,
@@ -240,11 +315,14 @@ PyTypeObject bkpy_VectorClockType = {
     .tp_basicsize = sizeof(bkpy_object),
     .tp_dealloc = bkpy_dealloc,
     .tp_as_sequence = &vc_as_sequence,
+    .tp_hash = PyObject_HashNotImplemented,
+    .tp_richcompare = clock_richcompare,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc =
         "VectorClock(processes, process_id=0)\n\n"
         "An exact vector clock of `processes` 32-bit entries; "
-        "len() is the number of processes and v[j] entry j.",
+        "len() is the number of processes and v[j] entry j. Unhashable "
+        "(it changes). A clock belongs to one thread at a time.",
     .tp_methods = vc_methods,
     .tp_new = vc_new,
 };

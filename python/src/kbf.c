@@ -5,10 +5,14 @@
  * absent and updates one that reads as present; `f[key]` returns the value
  * as bytes, raising KeyError when the key reads as absent and
  * UndecodableError (a KeyError) when its cells hold too many encodings to
- * tell; `del f[key]`, `in` (True unless absent), info, and to_bytes /
+ * tell; `del f[key]`, `in` (True unless absent), get, get_many (a batch
+ * of queries with the GIL released), len() (keys inserted minus deleted),
+ * | and |= (the paper's JOIN), compress, copy, info, and to_bytes /
  * from_bytes / pickle over the library's serialized form. Values are bytes
  * (any C-contiguous buffer) or str (stored as its UTF-8 bytes); they read
- * back as bytes. The GIL is held around every call.
+ * back as bytes. Single-key calls keep the GIL; every mutation refuses to
+ * run while get_many runs on the filter in another thread (the library
+ * wants mutations exclusive).
  */
 #include "bkpy.h"
 
@@ -143,6 +147,11 @@ static int kbf_store(PyObject *o, PyObject *key, PyObject *value,
     bkpy_key_release(&v);
     return -1;
   }
+  if (bkpy_exclusive(o, "KeyValueBloomFilter: store") < 0) {
+    bkpy_key_release(&k);
+    bkpy_key_release(&v);
+    return -1;
+  }
   bk_kbf *f = ((bkpy_object *)o)->h;
   bk_status s = BK_ENOTFOUND;
   if (!insert_only) s = bk_kbf_update(f, k.ptr, k.len, v.ptr, v.len);
@@ -162,6 +171,7 @@ static int kbf_store(PyObject *o, PyObject *key, PyObject *value,
 
 static int kbf_setitem(PyObject *o, PyObject *key, PyObject *value) {
   if (value != NULL) return kbf_store(o, key, value, 0);
+  if (bkpy_exclusive(o, "KeyValueBloomFilter.__delitem__") < 0) return -1;
   bkpy_key k;
   if (bkpy_key_get(key, &k) < 0) return -1;
   bk_status s = bk_kbf_delete(((bkpy_object *)o)->h, k.ptr, k.len);
@@ -205,6 +215,152 @@ static PyObject *kbf_get_info(PyObject *o, void *closure) {
                        (unsigned long long)in.seed);
 }
 
+/* ---- get_many, len, join, compress, copy ---- */
+
+/* get_many's answers, filled chunk by chunk with the GIL released. */
+typedef struct kbf_answers {
+  bk_kbf_result *res;
+  uint32_t *idx;
+  size_t pos; /* keys answered so far */
+} kbf_answers;
+
+static bk_status query_many_fn(void *h, const void *const *keys,
+                               const size_t *lens, size_t m, bool *out,
+                               void *arg) {
+  (void)out;
+  kbf_answers *a = arg;
+  for (size_t i = 0; i < m; i++, a->pos++) {
+    bk_hash hh;
+    bk_status s = bk_kbf_hash(h, keys[i], lens[i], &hh);
+    if (s == BK_OK)
+      s = bk_kbf_query_index_hash(h, hh, &a->res[a->pos], &a->idx[a->pos]);
+    if (s != BK_OK) return s;
+  }
+  return BK_OK;
+}
+
+/* Key i of a batch as an object for UndecodableError: the key itself, or
+ * an array item's 8 bytes as an unsigned int. */
+static PyObject *batch_key_obj(const bkpy_batch *b, size_t i) {
+  if (!b->is_array) return Py_NewRef(PyTuple_GET_ITEM(b->tuple, (Py_ssize_t)i));
+  uint64_t v;
+  memcpy(&v, (const unsigned char *)b->arr.buf + 8 * i, 8);
+  return PyLong_FromUnsignedLongLong(v);
+}
+
+/* The answers as a list (default for absent keys; undecodable ones are
+ * `undec`, or UndecodableError when it is NULL). */
+static PyObject *answers_list(PyObject *o, const bkpy_batch *b,
+                              const kbf_answers *a, PyObject *dflt,
+                              PyObject *undec) {
+  PyObject *list = PyList_New((Py_ssize_t)b->n);
+  if (list == NULL) return NULL;
+  for (size_t i = 0; i < b->n; i++) {
+    PyObject *v;
+    if (a->res[i] == BK_KBF_FOUND) {
+      const void *val = NULL;
+      size_t len = 0;
+      bk_status s = bk_kbf_value(((bkpy_object *)o)->h, a->idx[i], &val, &len);
+      if (s != BK_OK) {
+        Py_DECREF(list);
+        return bkpy_raise(s, "KeyValueBloomFilter.get_many");
+      }
+      v = PyBytes_FromStringAndSize(val, (Py_ssize_t)len);
+    } else if (a->res[i] == BK_KBF_ABSENT || undec != NULL) {
+      v = Py_NewRef(a->res[i] == BK_KBF_ABSENT ? dflt : undec);
+    } else {
+      PyObject *key = batch_key_obj(b, i);
+      if (key != NULL) {
+        undecodable(key);
+        Py_DECREF(key);
+      }
+      v = NULL;
+    }
+    if (v == NULL) {
+      Py_DECREF(list);
+      return NULL;
+    }
+    PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+  }
+  return list;
+}
+
+static PyObject *kbf_get_many(PyObject *o, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"keys", "default", "undecodable", NULL};
+  PyObject *keys, *dflt = Py_None, *undec = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$O:get_many", kwlist, &keys,
+                                   &dflt, &undec))
+    return NULL;
+  bkpy_batch b;
+  if (bkpy_batch_get(keys, &b) < 0) return NULL;
+  kbf_answers a = {PyMem_Malloc((b.n ? b.n : 1) * sizeof *a.res),
+                   PyMem_Malloc((b.n ? b.n : 1) * sizeof *a.idx), 0};
+  PyObject *out = NULL;
+  if (a.res == NULL || a.idx == NULL) {
+    PyErr_NoMemory();
+  } else {
+    bk_status s = bkpy_batch_run(o, &b, query_many_fn, NULL, &a, b.n >= 256);
+    out = s != BK_OK ? bkpy_raise(s, "KeyValueBloomFilter.get_many")
+                     : answers_list(o, &b, &a, dflt, undec);
+  }
+  PyMem_Free(a.res);
+  PyMem_Free(a.idx);
+  bkpy_batch_release(&b);
+  return out;
+}
+
+static Py_ssize_t kbf_len(PyObject *o) {
+  bk_kbf_info in;
+  bk_status s = bk_kbf_info_get(((bkpy_object *)o)->h, &in);
+  if (s != BK_OK) {
+    bkpy_raise(s, "KeyValueBloomFilter.__len__");
+    return -1;
+  }
+  return (Py_ssize_t)in.n_keys;
+}
+
+static PyObject *kbf_compress(PyObject *o, PyObject *unused) {
+  (void)unused;
+  if (bkpy_exclusive(o, "KeyValueBloomFilter.compress") < 0) return NULL;
+  bk_status s = bk_kbf_compress(((bkpy_object *)o)->h);
+  if (s != BK_OK) return bkpy_raise(s, "KeyValueBloomFilter.compress");
+  Py_RETURN_NONE;
+}
+
+/* dst := JOIN(dst, src) (dst exclusive). */
+static int kbf_join_into(PyObject *dst, PyObject *src) {
+  if (bkpy_exclusive(dst, "KeyValueBloomFilter |") < 0) return -1;
+  bk_status s = bk_kbf_join(((bkpy_object *)dst)->h, ((bkpy_object *)src)->h);
+  if (s != BK_OK) {
+    bkpy_raise(s, "KeyValueBloomFilter |");
+    return -1;
+  }
+  return 0;
+}
+
+static int both_kbf(PyObject *a, PyObject *b) {
+  return PyObject_TypeCheck(a, &bkpy_KbfType) &&
+         PyObject_TypeCheck(b, &bkpy_KbfType);
+}
+
+static PyObject *kbf_or(PyObject *a, PyObject *b) {
+  if (!both_kbf(a, b)) Py_RETURN_NOTIMPLEMENTED;
+  PyObject *c = bkpy_copy(a, NULL);
+  if (c != NULL && kbf_join_into(c, b) < 0) Py_CLEAR(c);
+  return c;
+}
+
+static PyObject *kbf_ior(PyObject *a, PyObject *b) {
+  if (!both_kbf(a, b)) Py_RETURN_NOTIMPLEMENTED;
+  if (kbf_join_into(a, b) < 0) return NULL;
+  return Py_NewRef(a);
+}
+
+static PyNumberMethods kbf_as_number = {
+    .nb_or = kbf_or,
+    .nb_inplace_or = kbf_ior,
+};
+
 BKPY_DEFINE_CODEC(bkpy_kbf_codec, "KeyValueBloomFilter", kbf, kbf);
 
 static PyMethodDef kbf_methods[] = {
@@ -212,7 +368,23 @@ static PyMethodDef kbf_methods[] = {
      "get(key, default=None): the value, or default when the key reads as "
      "absent; UndecodableError when it cannot be decoded."},
     {"insert", (PyCFunction)(void (*)(void))kbf_insert, METH_FASTCALL,
-     "insert(key, value): store a key known to be new (no query first)."},
+     "insert(key, value): store a key known to be new (no query first; "
+     "inserting a key twice superimposes two values)."},
+    {"get_many", (PyCFunction)(void (*)(void))kbf_get_many,
+     METH_VARARGS | METH_KEYWORDS,
+     "get_many(keys, default=None, *, undecodable=<raise>) -> list: get() "
+     "of each key of a list/iterable or numpy array of 8-byte ints/floats, "
+     "queried with the GIL released. An undecodable key gives the "
+     "`undecodable` value when one is passed, else UndecodableError (with "
+     "the key; an array item as its unsigned int)."},
+    {"compress", kbf_compress, METH_NOARGS,
+     "compress(): fold the second half of the cells onto the first (the "
+     "paper's COMPRESS), halving the memory and raising the load; "
+     "StateError when the cell count is odd."},
+    {"copy", bkpy_copy, METH_NOARGS,
+     "copy() -> KeyValueBloomFilter: an independent copy."},
+    {"__copy__", bkpy_copy, METH_NOARGS, "copy.copy support"},
+    {"__deepcopy__", bkpy_deepcopy, METH_O, "copy.deepcopy support"},
     {"to_bytes", bkpy_to_bytes, METH_NOARGS,
      "to_bytes() -> bytes: the library's serialized form."},
     {"from_bytes", bkpy_from_bytes, METH_O | METH_CLASS,
@@ -229,6 +401,7 @@ static PyGetSetDef kbf_getset[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyMappingMethods kbf_as_mapping = {
+    .mp_length = kbf_len,
     .mp_subscript = kbf_getitem,
     .mp_ass_subscript = kbf_setitem,
 };
@@ -241,6 +414,7 @@ PyTypeObject bkpy_KbfType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bloomkit.KeyValueBloomFilter",
     .tp_basicsize = sizeof(bkpy_object),
     .tp_dealloc = bkpy_dealloc,
+    .tp_as_number = &kbf_as_number,
     .tp_as_sequence = &kbf_as_sequence,
     .tp_as_mapping = &kbf_as_mapping,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -251,7 +425,15 @@ PyTypeObject bkpy_KbfType = {
         "positive probability `fpp`, or by m cells and k hashes. Values are "
         "bytes or str, read back as bytes; f[key] raises KeyError when the "
         "key reads as absent and UndecodableError (a KeyError) when its "
-        "cells cannot be decoded. A false positive key reads as some value.",
+        "cells cannot be decoded. A false positive key reads as some value. "
+        "len() is the keys inserted minus deleted (O(m): it reads the "
+        "info). a | b and a |= b are the paper's JOIN: the filters must "
+        "share their shape and seed and have value tables of which one is "
+        "a prefix of the other (values first stored in the same order), "
+        "else MismatchError. Keys cannot be listed (no iteration). Queries "
+        "may run from many threads; a mutation (store, del, insert, |=, "
+        "compress) raises RuntimeError while get_many runs on the filter "
+        "in another thread.",
     .tp_methods = kbf_methods,
     .tp_getset = kbf_getset,
     .tp_new = kbf_new,

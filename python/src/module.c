@@ -498,6 +498,20 @@ PyObject *bkpy_reduce(PyObject *self, PyObject *unused) {
   return Py_BuildValue("(N(N))", ctor, blob);
 }
 
+PyObject *bkpy_copy(PyObject *self, PyObject *unused) {
+  (void)unused;
+  PyObject *blob = bkpy_to_bytes(self, NULL);
+  if (blob == NULL) return NULL;
+  PyObject *c = bkpy_from_bytes((PyObject *)Py_TYPE(self), blob);
+  Py_DECREF(blob);
+  return c;
+}
+
+PyObject *bkpy_deepcopy(PyObject *self, PyObject *memo) {
+  (void)memo;
+  return bkpy_copy(self, NULL);
+}
+
 int bkpy_uint(PyObject *obj, const char *name, unsigned max, unsigned *out) {
   uint64_t v;
   if (bkpy_u64(obj, name, &v) < 0) return -1;

@@ -5,13 +5,15 @@
 # filter's file (survives close and reopen with its keys, seqnums, flush,
 # context manager, closed handles), and hypothesis properties: no false
 # negative for any multiset of keys under adds and removes; no leaks.
+import copy
 import gc
 import os
 import pickle
+import threading
 import tracemalloc
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bloomkit
@@ -111,7 +113,7 @@ def test_bad_fpp_is_an_invalid_argument_error_and_bad_keys_a_type_error():
             op(1j)
     with pytest.raises(TypeError):
         c.update([b"ok", None])
-    assert b"ok" in c
+    assert b"ok" not in c  # a batch is checked whole before any key is added
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -163,6 +165,99 @@ def test_no_false_negatives_under_adds_and_removes(ks, data, layout, bits):
         left.remove(same_key(ks[j]))
     assert all(k in c for k in left)
     assert all(c.count(k) >= left.count(k) for k in left)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(keys, max_size=400), st.lists(keys, max_size=200),
+       st.sampled_from(LAYOUTS), st.booleans())
+def test_batches_answer_as_single_calls(added, removed, layout, single_writer):
+    a = bloomkit.CountingBloomFilter(500, 0.01, counter_bits=8, layout=layout,
+                                     single_writer=single_writer)
+    b = bloomkit.CountingBloomFilter(500, 0.01, counter_bits=8, layout=layout)
+    a.add_many(added)
+    for k in added:
+        b.add(k)
+    assert a.to_bytes() == b.to_bytes()
+    probes = added + removed
+    assert a.contains_many(probes) == [k in b for k in probes]
+    n = a.remove_many(removed)
+    assert n == sum(b.discard(k) for k in removed)
+    assert a.to_bytes() == b.to_bytes()
+
+
+def test_batches_take_numpy_arrays_and_release_the_gil():
+    np = pytest.importorskip("numpy")
+    c = bloomkit.CountingBloomFilter(100_000, 0.01)
+    keys = np.arange(50_000, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    c.add_many(keys)
+    c.add_many(keys[:10])
+    assert int(keys[3]) in c and c.count(int(keys[3])) >= 2
+    got = c.contains_many(keys)
+    assert isinstance(got, np.ndarray) and got.dtype == np.bool_ and got.all()
+    assert c.remove_many(keys) == 50_000
+    assert c.contains_many(keys[:10]).all()  # added twice, removed once
+    assert c.remove_many(keys[10:20]) == 0  # certainly absent now
+    with pytest.raises(TypeError):
+        c.add_many(np.zeros(4, dtype=np.uint32))
+
+
+def test_merge_clear_copy_and_single_writer():
+    a = bloomkit.CountingBloomFilter(1000, 0.01, counter_bits=8, seed=4)
+    b = bloomkit.CountingBloomFilter(1000, 0.01, counter_bits=8, seed=4)
+    a.add_many(["x", "y"])
+    b.add_many(["y", "z"])
+    c = a | b
+    assert type(c) is bloomkit.CountingBloomFilter
+    assert all(k in c for k in "xyz") and "z" not in a
+    assert c.count("y") >= 2
+    a |= b
+    assert a.to_bytes() == c.to_bytes()
+    with pytest.raises(bloomkit.MismatchError):
+        a |= bloomkit.CountingBloomFilter(1000, 0.01, counter_bits=8, seed=5)
+    with pytest.raises(TypeError):
+        a | bloomkit.BloomFilter(1000, 0.01)
+    d = copy.copy(a)
+    assert d.to_bytes() == a.to_bytes() and copy.deepcopy(a).info == a.info
+    d.remove("x")
+    assert "x" in a and "x" not in d
+    a.clear()
+    assert a.info["nonzero"] == 0 and "y" not in a and "y" in d
+
+    assert a.single_writer is False
+    a.single_writer = True
+    a.add_many(range(100))
+    a.remove(5)
+    assert a.copy().single_writer is True
+    assert pickle.loads(pickle.dumps(a)).single_writer is False
+    s = bloomkit.CountingBloomFilter(1000, 0.01, single_writer=True)
+    s.update(range(100))
+    assert s.single_writer and s.contains_many(range(100)) == [True] * 100
+
+
+def test_exclusive_calls_refuse_while_a_batch_runs():
+    np = pytest.importorskip("numpy")
+    c = bloomkit.CountingBloomFilter(10**6, 0.01)
+    other = bloomkit.CountingBloomFilter(10**6, 0.01)
+    keys = np.arange(2_000_000, dtype=np.uint64)
+    t = threading.Thread(target=lambda: [c.add_many(keys) for _ in range(4)])
+    t.start()
+    refused, errors = set(), []
+    while t.is_alive():
+        for name, call in (("clear", c.clear), ("|", lambda: c.__ior__(other)),
+                           ("single_writer",
+                            lambda: setattr(c, "single_writer", False))):
+            try:
+                call()
+            except RuntimeError as e:
+                assert "CountingBloomFilter" in str(e)
+                refused.add(name)
+            except Exception as e:  # pragma: no cover - reported below
+                errors.append(e)
+    t.join()
+    assert errors == []
+    assert refused  # the batches released the GIL; the calls saw them
+    c.clear()  # no batch in flight: allowed
+    assert c.info["nonzero"] == 0
 
 
 # ---- ScalableCountingFilter ------------------------------------------------
@@ -233,6 +328,91 @@ def test_in_memory_and_pickle(tmp_path):
         f.add("k", 0)
         g = pickle.loads(pickle.dumps(f))  # a file-backed one unpickles in memory
     assert "k" in g and g.info["file_backed"] is False
+
+
+def test_contains_many_and_a_flush_beside_readers(tmp_path):
+    with bloomkit.ScalableCountingFilter(tmp_path / "c", capacity=100) as s:
+        for i in range(500):
+            s.add(i, i)
+        assert s.contains_many(range(500)) == [True] * 500
+        probes = [f"absent-{i}" for i in range(1000)]
+        assert s.contains_many(probes) == [k in s for k in probes]
+        seen = []
+
+        def flusher():
+            for _ in range(20):
+                s.flush()
+            seen.append(s.disk_seqnum)
+
+        t = threading.Thread(target=flusher)
+        t.start()
+        for i in range(500, 700):  # writers wait on the write lock in turn
+            s.add(i, i)
+            assert i in s
+        t.join()
+        s.flush()
+        assert s.disk_seqnum == s.mem_seqnum == s.seqnum == 1 + 700
+        assert 1 + 500 <= seen[0] <= 1 + 700
+    with pytest.raises(ValueError):
+        s.contains_many([1])
+    np = pytest.importorskip("numpy")
+    m = bloomkit.ScalableCountingFilter(capacity=10)
+    m.add(7, 0)
+    got = m.contains_many(np.array([7, 8], dtype=np.int64))
+    assert got.dtype == np.bool_ and bool(got[0])
+
+
+def test_verify_reports_each_filter(tmp_path):
+    path = tmp_path / "v"
+    with bloomkit.ScalableCountingFilter(path, capacity=50, counter_bits=8) as s:
+        for i in range(200):
+            s.add(i, i)
+        r = s.verify()
+        assert r["consistent"] and r["verified"] and not r["interrupted"]
+        assert r["n_inconsistent"] == 0
+        assert len(r["filters"]) == s.info["n_filters"] > 1
+        f0 = r["filters"][0]
+        assert f0["consistent"] and f0["sum"] == f0["expected_sum"] == \
+            f0["k"] * f0["count"]
+        s.remove(5, 5)
+        assert s.verify()["consistent"]
+        m = bloomkit.ScalableCountingFilter.from_bytes(s.to_bytes())
+    assert m.verify()["consistent"]
+    with pytest.raises(ValueError):
+        s.verify()
+
+
+def test_a_crashed_file_opens_unverified_and_verify_finds_damage(tmp_path):
+    # A process that dies without closing leaves a file not closed cleanly;
+    # it reopens unverified with every write, and verify() (no checksums
+    # then) finds counters that were damaged afterwards.
+    import subprocess
+    import sys
+
+    path = tmp_path / "crash"
+    pkg = os.path.dirname(os.path.dirname(bloomkit.__file__))
+    code = ("import os, sys, bloomkit\n"
+            "s = bloomkit.ScalableCountingFilter(sys.argv[1], capacity=1000, "
+            "counter_bits=8)\n"
+            "for i in range(800): s.add(i, i)\n"
+            "os._exit(0)\n")
+    env = dict(os.environ, PYTHONPATH=pkg)
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True, env=env)
+    with bloomkit.ScalableCountingFilter(path) as s:
+        assert s.info["verified"] is False
+        assert (s.mem_seqnum, s.disk_seqnum) == (801, 0)
+        assert s.verify()["consistent"] and s.contains_many(range(800)) == [True] * 800
+    subprocess.run([sys.executable, "-c", code, str(path) + "2"], check=True,
+                   env=env)
+    n = os.path.getsize(str(path) + "2")
+    with open(str(path) + "2", "r+b") as fh:  # zero some counters
+        fh.seek(n // 2)
+        fh.write(b"\0" * (n // 8))
+    with bloomkit.ScalableCountingFilter(str(path) + "2") as s:
+        r = s.verify()
+        assert not r["consistent"] and r["n_inconsistent"] == 1
+        f0 = r["filters"][0]
+        assert not f0["consistent"] and f0["sum"] < f0["expected_sum"] == 6400
 
 
 def test_remove_needs_the_right_id():
@@ -350,7 +530,18 @@ def leak_workload(c, s, start, n):
         except KeyError:
             pass
         s.remove(key, j)
+        if i % 100 == 0:
+            batch = [key, j, str(j)]
+            c.add_many(batch)
+            c.contains_many(batch)
+            c.remove_many(batch)
+            s.contains_many(batch)
+            try:
+                c.add_many([key, None])
+            except TypeError:
+                pass
         if i % 1000 == 0:
+            (c | c.copy()).clear()
             pickle.loads(pickle.dumps(c))
             pickle.loads(pickle.dumps(s))
             _ = s.info, s.seqnum, s.mem_seqnum, s.disk_seqnum, c.info

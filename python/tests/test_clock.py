@@ -3,7 +3,9 @@
 # compare as bloomkit.Order, a vector clock's exact causality against a
 # reference computed here (hypothesis: random runs of sends, receives and
 # local events), a Bloom clock's "never a false negative" on the same runs,
-# probability_before, to_bytes / from_bytes / pickle (also hostile bytes).
+# probability_before, == / copy / merge from the wire form / unseen,
+# to_bytes / from_bytes / pickle (also hostile bytes).
+import copy as copymod
 import pickle
 
 import pytest
@@ -82,8 +84,12 @@ def test_random_runs(run, seed):
         i = op[1]
         if op[0] == "recv":
             j = op[2]
-            vcs[i].merge(copy(vcs[j]))
-            bcs[i].merge(copy(bcs[j]))
+            if len(history) % 2:  # a clock, or its wire form off a socket
+                vcs[i].merge(copy(vcs[j]))
+                bcs[i].merge(copy(bcs[j]))
+            else:
+                vcs[i].merge(vcs[j].to_bytes())
+                bcs[i].merge(bytearray(bcs[j].to_bytes()))
             ref[i] = [max(x, y) for x, y in zip(ref[i], ref[j])]
         else:
             vcs[i].tick()
@@ -95,6 +101,9 @@ def test_random_runs(run, seed):
         for rw, wc, wb in history[-12:]:
             want = reference(rv, rw)
             assert vc.compare(wc) is want
+            assert (vc == wc) is (want is Order.EQUAL)
+            assert (vc != wc) is (want is not Order.EQUAL)
+            assert vc.unseen(wc) == sum(max(0, y - x) for x, y in zip(rv, rw))
             got = bc.compare(wb)
             if want is Order.BEFORE:  # never a false negative
                 assert got in (Order.BEFORE, Order.EQUAL)
@@ -192,3 +201,44 @@ def test_mismatch_and_wrong_types():
         v.compare(a)
     with pytest.raises(TypeError):
         a.probability_before(None)
+
+
+@pytest.mark.parametrize("make", [lambda p: bloomkit.BloomClock(128, 3, p, seed=7),
+                                  lambda p: bloomkit.VectorClock(3, p)])
+def test_equality_copy_and_merge_from_bytes(make):
+    a, b = make(0), make(1)
+    assert a == b and not (a != b)  # both zero
+    a.tick()
+    assert a != b and a != "clock" and not (a == a.to_bytes())
+    c = a.copy()
+    assert c == a and copymod.copy(a) == a and copymod.deepcopy(a) == a
+    c.tick()
+    assert c != a and a.compare(c) is Order.BEFORE  # independent
+    with pytest.raises(TypeError):
+        hash(a)
+    with pytest.raises(TypeError):
+        a < c
+    # A receive from the wire form is the receive from the clock.
+    x, y = b.copy(), b.copy()
+    x.merge(a)
+    y.merge(a.to_bytes())
+    assert x == y and x.to_bytes() == y.to_bytes()
+    before = y.to_bytes()
+    for bad in (b"", a.to_bytes()[:-1], b"\x00" * 64):
+        with pytest.raises(bloomkit.CorruptError):
+            y.merge(bad)
+        assert y.to_bytes() == before  # checked before the clock changed
+    with pytest.raises(TypeError):
+        y.merge(42)
+
+
+def test_clocks_of_other_shapes_are_unequal_and_do_not_merge():
+    a, b = bloomkit.BloomClock(64, 2), bloomkit.BloomClock(128, 2)
+    assert a != b
+    with pytest.raises(bloomkit.MismatchError):
+        a.merge(b.to_bytes())
+    v, w = bloomkit.VectorClock(3), bloomkit.VectorClock(4)
+    assert v != w
+    with pytest.raises(bloomkit.MismatchError):
+        v.unseen(w)
+    assert a != v

@@ -1,10 +1,14 @@
 # SPDX-License-Identifier: MIT
 # IdempotentCounters: add's (value, applied) for new ops and retries under
 # every strategy, TooOldError for the window strategy, the mapping calls
-# ([key], get, del, in, len, iteration), info, advance, to_bytes /
-# from_bytes / pickle, hostile bytes, and a hypothesis model (a dict of
-# values and a set of applied op ids).
+# ([key], get, del, in, len, iteration over (key, value) pairs), info,
+# the two clocks (time.monotonic() seconds by default, the caller's
+# integers with now=) and advance, copy, to_bytes / from_bytes / pickle
+# keeping the clock's kind, hostile bytes, and a hypothesis model (a dict
+# of values and a set of applied op ids).
+import copy
 import pickle
+import time
 
 import pytest
 from hypothesis import given
@@ -156,7 +160,83 @@ def test_matches_a_model(seq_ops, strategy):
             values[key] = values.get(key, 0) + delta
         assert r.applied is fresh
         assert r.value == values.get(key, 0)
-    assert dict(t) == {k.encode(): v for k, v in values.items()}
+    model = {k.encode(): v for k, v in values.items()}
+    assert dict(t) == model
+    assert sorted(t.items()) == sorted(model.items())
+    assert sorted(iter(t)) == sorted(model.items())  # (key, value) pairs
+    assert len(t) == len(model)
+    for k, v in model.items():
+        assert t[k] == v and t.get(k) == v and k in t
+
+
+def test_monotonic_clock_by_default():
+    t = bloomkit.IdempotentCounters(0.05, strategy="fbf")
+    info = t.info
+    assert info["clock"] == "monotonic"
+    assert isinstance(info["now"], float) and 0 <= info["now"] < 5
+    assert info["window_min"] >= 0.05 and info["refresh_period"] <= 0.05
+    assert t.add("k", client=1, seq=1) == (1, True)
+    assert t.add("k", client=1, seq=1) == (1, False)  # a retry in time
+    time.sleep(0.3)  # well past the window: the op id is forgotten
+    assert t.add("k", client=1, seq=1) == (2, True)
+    assert t.info["now"] >= 0.3
+    t.advance()  # to time.monotonic()
+    with pytest.raises(ValueError):
+        t.add("k", client=1, seq=2, now=5)
+    with pytest.raises(ValueError):
+        t.advance(5)
+    with pytest.raises(TypeError):
+        bloomkit.IdempotentCounters("1s")
+    with pytest.raises(ValueError):
+        bloomkit.IdempotentCounters(-1.0)
+    with pytest.raises(ValueError):
+        bloomkit.IdempotentCounters(float("nan"))
+
+
+def test_explicit_clock_with_now():
+    t = bloomkit.IdempotentCounters(10, strategy="hybrid", now=0)
+    assert t.info["clock"] == "explicit" and t.info["now"] == 0
+    assert isinstance(t.info["now"], int)
+    t.add("k", client=1, seq=1, now=3)
+    t.add("k", client=1, seq=2)  # without now: the table's clock as is
+    assert t.info["now"] == 3
+    with pytest.raises(TypeError):
+        t.advance()  # an explicit table needs the time
+    with pytest.raises(TypeError):
+        bloomkit.IdempotentCounters(1.5, now=0)  # the caller's integers
+
+
+@pytest.mark.parametrize("now", [None, 100])
+def test_copies_keep_the_clock(now):
+    t = bloomkit.IdempotentCounters(60, strategy="hybrid", now=now)
+    t.add("a", client=1, seq=1, delta=4)
+    for u in (pickle.loads(pickle.dumps(t)), t.copy(), copy.deepcopy(t),
+              bloomkit.IdempotentCounters.from_bytes(t.to_bytes(), now=now)):
+        assert u.info["clock"] == t.info["clock"]
+        assert u.info["now"] >= t.info["now"]
+        assert dict(u) == dict(t)
+        assert u.add("a", client=1, seq=1).applied is False  # still known
+        u.add("a", client=1, seq=2)
+        assert t["a"] == 4  # independent
+    if now is not None:
+        with pytest.raises(bloomkit.InvalidArgumentError):
+            bloomkit.IdempotentCounters.from_bytes(t.to_bytes(), now=now - 1)
+        u = bloomkit.IdempotentCounters.from_bytes(t.to_bytes(), now=now + 5)
+        assert u.info["now"] == now + 5
+
+
+def test_configuration_knobs_reach_the_library():
+    t = bloomkit.IdempotentCounters(8, strategy="fbf", now=0, n_past=3,
+                                    refresh_period=2, fpp=0.01,
+                                    expected_keys=100)
+    info = t.info
+    assert info["refresh_period"] == 2 and info["n_filters"] >= 4
+    with pytest.raises(bloomkit.InvalidArgumentError):
+        bloomkit.IdempotentCounters(8, strategy="fbf", now=0, n_past=1,
+                                    refresh_period=2)  # (N+1) t < timeout
+    a = bloomkit.IdempotentCounters(8, strategy="adaptive", now=0,
+                                    target_fpp=0.01, max_filters=6)
+    assert a.info["strategy"] == "adaptive"
 
 
 @pytest.mark.parametrize("kwargs", [{"window": 2**32 + 256}, {"window": -1},

@@ -2,12 +2,15 @@
 # KeyValueBloomFilter: construction and its errors, set / get / update /
 # delete / in, the value types, UndecodableError (a KeyError), the measured
 # rates of decoded stored keys and of absent keys, to_bytes / from_bytes /
-# pickle (also for hostile bytes), and a hypothesis property: a stored key
-# reads as its own value or as undecodable, never as another value.
+# pickle (also for hostile bytes), get_many against get, len, | and |=
+# (JOIN), compress, copy, and a hypothesis property: a stored key reads as
+# its own value or as undecodable, never as another value.
+import copy
 import pickle
+import threading
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bloomkit
@@ -221,7 +224,19 @@ def test_no_leaks_over_many_calls():
             w.merge(v)
             v.compare(w)
             _ = w[i % 4]
+            if i % 50 == 0:
+                f.get_many([key, b"absent", i])
+                tiny.get_many(range(30), undecodable=0)
+                try:
+                    tiny.get_many(range(30))
+                except bloomkit.UndecodableError:
+                    pass
+                len(f)
+                _ = a == b, v != w
             if i % 500 == 0:
+                (f | f.copy()).compress()
+                a.copy()
+                w.copy()
                 pickle.loads(pickle.dumps(f))
                 pickle.loads(pickle.dumps(b))
                 pickle.loads(pickle.dumps(w))
@@ -246,3 +261,98 @@ def test_no_leaks_over_many_calls():
     tracemalloc.stop()
     assert rss1 - rss0 < 1024 * 1024, f"RSS grew {rss1 - rss0} bytes"
     assert py1 - py0 < 128 * 1024, f"Python heap grew {py1 - py0} bytes"
+
+
+_UNDEC = object()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.dictionaries(keys, st.sampled_from(VALUES), max_size=300),
+       st.lists(keys, max_size=100))
+def test_get_many_answers_as_get(stored, probes):
+    f = bloomkit.KeyValueBloomFilter(100, 0.01, seed=2)  # overfilled: some
+    for k, v in stored.items():                         # keys undecodable
+        f[k] = v
+    ks = list(stored) + probes
+    got = f.get_many(ks, b"-", undecodable=_UNDEC)
+    want = [{"found": lambda r: r[1], "absent": lambda r: b"-",
+             "undecodable": lambda r: _UNDEC}[r[0]](r)
+            for r in (read(f, k) for k in ks)]
+    assert got == want
+    if _UNDEC in got:
+        with pytest.raises(bloomkit.UndecodableError) as e:
+            f.get_many(ks)
+        assert e.value.args[0] == ks[got.index(_UNDEC)]
+    else:
+        assert f.get_many(ks) == [None if v == b"-" else v for v in got]
+    assert len(f) == len(stored)
+
+
+def test_get_many_takes_numpy_arrays():
+    np = pytest.importorskip("numpy")
+    f = bloomkit.KeyValueBloomFilter(1000, 0.01)
+    for i in range(500):
+        f[i] = VALUES[i % 3]
+    got = f.get_many(np.arange(1000, dtype=np.uint64), undecodable=b"?")
+    assert got[:500] == [{"found": r[-1], "undecodable": b"?"}[r[0]]
+                         for r in (read(f, i) for i in range(500))]
+    assert got.count(None) >= 490  # absent keys, a few false positives
+    with pytest.raises(TypeError):
+        f.get_many(np.zeros(3, dtype=np.int32))
+
+
+def test_len_join_compress_and_copy():
+    a = bloomkit.KeyValueBloomFilter(m=4096, k=3, seed=1)
+    b = bloomkit.KeyValueBloomFilter(m=4096, k=3, seed=1)
+    for f in (a, b):  # the same values in the same order: joinable tables
+        for v in VALUES[:3]:
+            f["intern-" + v.decode()] = v
+    a["x"] = b"v0"
+    b["y"] = b"v1"
+    assert len(a) == 4 and len(b) == 4
+    c = a | b
+    assert c["x"] == b"v0" and c["y"] == b"v1" and "y" not in a
+    assert len(c) == 8
+    a |= b
+    assert a.to_bytes() == c.to_bytes()
+    d = copy.copy(c)
+    del d["x"]
+    assert c["x"] == b"v0" and "x" not in d and copy.deepcopy(c).info == c.info
+    c.compress()
+    assert c.info["m_cells"] == 2048
+    assert read(c, "x") in (("found", b"v0"), ("undecodable",))
+    other = bloomkit.KeyValueBloomFilter(m=4096, k=3, seed=2)
+    with pytest.raises(bloomkit.MismatchError):
+        a |= other
+    with pytest.raises(TypeError):
+        a | bloomkit.BloomFilter(100)
+    odd = bloomkit.KeyValueBloomFilter(m=1001, k=3)
+    with pytest.raises(bloomkit.StateError):
+        odd.compress()
+
+
+def test_mutations_refuse_while_get_many_runs():
+    np = pytest.importorskip("numpy")
+    f = bloomkit.KeyValueBloomFilter(m=2**16, k=4)
+    f["a"] = b"v"
+    big = np.arange(1_000_000, dtype=np.uint64)
+    t = threading.Thread(target=lambda: [f.get_many(big) for _ in range(3)])
+    t.start()
+    refused = set()
+    while t.is_alive():
+        for name, call in (("set", lambda: f.__setitem__("a", b"v")),
+                           ("insert", lambda: f.insert("b", b"w")),
+                           ("del", lambda: f.__delitem__("b")),
+                           ("|=", lambda: f.__ior__(f.copy()))):
+            try:
+                call()
+            except RuntimeError as e:
+                assert "KeyValueBloomFilter" in str(e)
+                refused.add(name)
+            except KeyError:
+                pass
+    t.join()
+    assert refused
+    m = f.info["m_cells"]
+    f.compress()  # no batch in flight: allowed
+    assert f.info["m_cells"] == m // 2
