@@ -262,3 +262,54 @@ def test_bad_arguments():
         t.add(None)
     with pytest.raises(TypeError):
         len(t)
+
+
+def test_no_leaks_in_the_sliding_window_calls():
+    # Every path of the shared methods (timed.c), errors included, many
+    # times: Python's heap must not grow (a leak of one object per call
+    # would add >= 32 bytes x 20000).
+    import gc
+    import tracemalloc
+
+    fbf = bloomkit.ForgetfulBloomFilter(1000, 0.01, 5, now=0)
+    tb = APBF(1000, 0.01, 5, now=0)
+    cb = APBF(1000, 0.01)
+
+    def work(start, n):
+        for i in range(start, start + n):
+            key = (i % 512, bytearray(b"k%d" % (i % 512)))[i % 2]
+            t = ms(i)
+            for f in (fbf, tb):
+                f.add(key, now=t)
+                f.contains(key, now=t + 1)
+                f.add_if_absent(key)
+                _ = key in f
+                for bad in (lambda: f.add(key, now=t - 1),
+                            lambda: f.add(key, now="x"),
+                            lambda: f.add(None, now=t),
+                            lambda: f.contains(key, when=1)):
+                    try:
+                        bad()
+                    except (TypeError, ValueError):
+                        pass
+            cb.add(key)
+            try:
+                cb.add(key, now=1)
+            except TypeError:
+                pass
+            if i % 500 == 0:
+                for f in (fbf, tb, cb):
+                    f.contains_many([key, 1, b"x"])
+                    f.add_many([key])
+                    pickle.loads(pickle.dumps(f))
+                    _ = f.info
+
+    work(0, 5000)
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    work(5000, 20_000)
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert after - before < 64 * 1024, f"Python heap grew {after - before} bytes"
