@@ -1,19 +1,21 @@
 # SPDX-License-Identifier: MIT
 """bloomkit from Python: Bloom-filter-family structures over the C library.
 
-Classes: BloomFilter, ForgetfulBloomFilter, IdempotentCounters,
-CountingBloomFilter, ScalableCountingFilter, KeyValueBloomFilter, BloomClock
-and VectorClock (docs/python.md). Keys are bytes-like objects, str (UTF-8:
-"a" and b"a" are one key), int (64 bits, as 8 little-endian bytes) or float
-(its 8 IEEE 754 bytes); batch calls take a list of keys or a numpy array of
-8-byte ints or floats. Keys hash with the library's seeded hash, never
-Python's salted hash(), so a saved or pickled filter answers the same in any
-process. Every library error is a subclass of bloomkit.Error.
+Classes: BloomFilter, ForgetfulBloomFilter, AgePartitionedBloomFilter,
+IdempotentCounters, CountingBloomFilter, ScalableCountingFilter,
+KeyValueBloomFilter, BloomClock and VectorClock (docs/python.md). Keys are
+bytes-like objects, str (UTF-8: "a" and b"a" are one key), int (64 bits, as 8
+little-endian bytes) or float (its 8 IEEE 754 bytes); batch calls take a list
+of keys or a numpy array of 8-byte ints or floats. Keys hash with the
+library's seeded hash, never Python's salted hash(), so a saved or pickled
+filter answers the same in any process. Every library error is a subclass of
+bloomkit.Error.
 """
 import enum
 
 from ._bloomkit import (  # noqa: F401
     AddResult,
+    AgePartitionedBloomFilter,
     BloomClock,
     BloomFilter,
     BusyError,
@@ -43,6 +45,7 @@ from ._bloomkit import (  # noqa: F401
 
 __all__ = [
     "AddResult",
+    "AgePartitionedBloomFilter",
     "BloomClock",
     "BloomFilter",
     "BusyError",

@@ -141,6 +141,7 @@ typedef struct bkpy_codec {
 
 extern const bkpy_codec bkpy_bloom_codec;
 extern const bkpy_codec bkpy_fbf_codec;
+extern const bkpy_codec bkpy_apbf_codec;
 extern const bkpy_codec bkpy_idem_codec;
 extern const bkpy_codec bkpy_cbf_codec, bkpy_scbf_codec;
 extern const bkpy_codec bkpy_kbf_codec;
@@ -170,6 +171,7 @@ extern PyObject *bkpy_UndecodableError;
 /* Types (bloom.c, fbf.c, idem.c) and their one-time setup. */
 extern PyTypeObject bkpy_BloomFilterType;
 extern PyTypeObject bkpy_ForgetfulType;
+extern PyTypeObject bkpy_ApbfType; /* apbf.c */
 extern PyTypeObject bkpy_IdemType;
 extern PyTypeObject bkpy_CbfType, bkpy_ScbfType; /* cbf.c */
 int bkpy_idem_init(PyObject *module);

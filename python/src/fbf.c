@@ -1,57 +1,132 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bloomkit.ForgetfulBloomFilter: a bk_fbf (fbf.h) as a Python object. Time
- * is the caller's integers (any unit: seconds, ms, ticks), passed as now=
- * to the calls that take it; a call without now= uses the filter's own
- * clock (the latest time it has seen) and does not move it. Shape as the
- * Redis module's FBF.RESERVE takes it: N = n_past past filters and a
- * refresh period t = ceil(window / (N + 1)), so (N + 1) t covers the
- * window and min_window = window keeps every key at least `window`;
- * `capacity` is keys per window, so each period is sized for
- * ceil(capacity t / window) of them, and `fpp` is the whole filter's
- * false positive rate at that load.
+ * bloomkit.ForgetfulBloomFilter: a bk_fbf (fbf.h) as a Python object, with
+ * time in seconds (int or float). The C clock is an integer count of
+ * milliseconds (the unit of the library's timer, bk_fbf_clock_ms, and of
+ * the Redis module's FBF): a time t is tick round((t - origin) * 1000).
+ * Two modes, fixed at creation: with now= given the filter is on explicit
+ * time (origin 0: the caller's clock, e.g. a replay's timestamps; a call
+ * without now= runs at the filter's own clock, the latest time it was
+ * given), without it on time.monotonic() (origin: the monotonic time at
+ * creation; a call without now= runs at time.monotonic(), looked up in the
+ * time module on each call). Shape as the Redis module's FBF.RESERVE
+ * takes it: N = n_past past filters and a refresh period
+ * t = ceil(window / (N + 1)) ms, with min_window = window, so every key is
+ * kept at least `window`; `capacity` is keys per window, each period sized
+ * for ceil(capacity t / window) of them, and `fpp` is the whole filter's
+ * rate at that load (adaptive filters as the Redis module's ADAPTIVE).
  */
-#include "bkpy.h"
+#include "timed.h"
 
 #include <string.h>
 
 #include "bloomkit/fbf.h"
 
+typedef bkpy_timed fbf_object;
+#define FBF(o) ((bkpy_timed *)(o))
+#define TICKS_PER_S BKPY_TICKS_PER_S
+
+/* ---- the library calls the shared methods (timed.c) make --------------- */
+
+static bk_status fbf_advance_fn(void *h, uint64_t tick) {
+  return bk_fbf_advance(h, tick);
+}
+
+static bk_status fbf_add_fn(void *h, const void *key, size_t len) {
+  return bk_fbf_add(h, key, len);
+}
+
+static bk_status fbf_add_if_absent_fn(void *h, const void *key, size_t len,
+                                      bool *added) {
+  return bk_fbf_add_if_absent(h, key, len, added);
+}
+
+static bk_status fbf_contains_fn(const void *h, const void *key, size_t len,
+                                 bool *out) {
+  return bk_fbf_contains(h, key, len, out);
+}
+
+static bk_status fbf_contains_at_fn(const void *h, const void *key, size_t len,
+                                    uint64_t tick, bool *out) {
+  return bk_fbf_contains_at(h, key, len, tick, out);
+}
+
+static bk_status add_many_fn(void *h, const void *const *keys,
+                             const size_t *lens, size_t m, bool *out,
+                             void *arg) {
+  (void)out;
+  (void)arg;
+  return bk_fbf_add_many(h, keys, lens, m);
+}
+
+static bk_status add_if_absent_many_fn(void *h, const void *const *keys,
+                                       const size_t *lens, size_t m, bool *out,
+                                       void *arg) {
+  (void)arg;
+  return bk_fbf_add_if_absent_many(h, keys, lens, m, out);
+}
+
+static bk_status contains_many_fn(void *h, const void *const *keys,
+                                  const size_t *lens, size_t m, bool *out,
+                                  void *arg) {
+  (void)arg;
+  return bk_fbf_contains_many(h, keys, lens, m, out);
+}
+
+/* Every FBF call may run beside the others (fbf.h): batches drop the
+ * GIL. */
+static const bkpy_timed_ops fbf_ops = {
+    "ForgetfulBloomFilter",
+    fbf_advance_fn,
+    fbf_add_fn,
+    fbf_add_if_absent_fn,
+    fbf_contains_fn,
+    fbf_contains_at_fn,
+    add_many_fn,
+    add_if_absent_many_fn,
+    contains_many_fn,
+};
+
+/* Redis module's ADAPTIVE: sized for 0.8 fpp so a filter at its nominal
+ * load does not grow at the worst moment (docs/redis.md). */
+#define ADAPTIVE_MARGIN 0.8
+
 static PyObject *fbf_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"capacity", "fpp",  "window", "n_past",
-                           "now",      "seed", NULL};
-  PyObject *cap_obj, *win_obj, *now_obj = NULL, *seed_obj = NULL;
+  static char *kwlist[] = {"capacity", "fpp", "window", "n_past",
+                           "adaptive", "now", "seed",   NULL};
+  PyObject *cap_obj, *win_obj, *now_obj = Py_None, *seed_obj = NULL;
   PyObject *n_past_obj = NULL;
   double fpp;
+  int adaptive = 0;
   unsigned n_past = 2;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "OdO|OOO", kwlist, &cap_obj, &fpp,
-                                   &win_obj, &n_past_obj, &now_obj, &seed_obj))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OdO|OpOO", kwlist, &cap_obj, &fpp,
+                                   &win_obj, &n_past_obj, &adaptive, &now_obj,
+                                   &seed_obj))
     return NULL;
   if (n_past_obj != NULL &&
       bkpy_uint(n_past_obj, "n_past", BK_FBF_MAX_FILTERS - 2, &n_past) < 0)
     return NULL;
-  uint64_t capacity, window, now = 0, seed = 0;
+  uint64_t capacity, win, seed = 0;
   if (bkpy_u64(cap_obj, "capacity", &capacity) < 0 ||
-      bkpy_u64(win_obj, "window", &window) < 0 ||
-      (now_obj != NULL && now_obj != Py_None &&
-       bkpy_u64(now_obj, "now", &now) < 0) ||
+      bkpy_window_ticks(win_obj, &win) < 0 ||
       (seed_obj != NULL && bkpy_u64(seed_obj, "seed", &seed) < 0))
     return NULL;
-  if (capacity == 0 || window == 0 || n_past == 0 ||
-      n_past > BK_FBF_MAX_FILTERS - 2) {
+  if (capacity == 0 || n_past == 0) {
     PyErr_SetString(PyExc_ValueError,
-                    "capacity and window must be at least 1, n_past in "
-                    "[1, 62]");
+                    "capacity must be at least 1, n_past in [1, 62]");
     return NULL;
   }
-  if (!(fpp > 0)) /* 0 would be the C config's default */
+  if (!(fpp > 0) || !(fpp < 1)) /* 0 would be the C config's default */
     return bkpy_raise(BK_EINVAL, "ForgetfulBloomFilter: fpp must be in (0, 1)");
+  bkpy_timed probe;
+  uint64_t start;
+  if (bkpy_timed_start(&probe, now_obj, &start) < 0) return NULL;
   uint64_t periods = (uint64_t)n_past + 1;
-  uint64_t period = window / periods + (window % periods != 0);
+  uint64_t period = win / periods + (win % periods != 0);
   /* Keys per period: capacity t / window, rounded up (a sizing figure:
    * long double's 64-bit mantissa is exact enough). */
   long double scaled =
-      (long double)capacity * (long double)period / (long double)window;
+      (long double)capacity * (long double)period / (long double)win;
   uint64_t per_period = (uint64_t)scaled;
   if ((long double)per_period < scaled) per_period++;
   bk_fbf_config cfg;
@@ -60,174 +135,224 @@ static PyObject *fbf_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   /* fpp is the whole filter's rate (what a check answers with), as in
    * the Redis module: each constituent filter is sized for the rate that
    * gives it (bk_fbf_filter_fpp_for). */
-  bk_status s = bk_fbf_filter_fpp_for(per_period, n_past, fpp, &cfg.fpp);
+  bk_status s = bk_fbf_filter_fpp_for(
+      per_period, n_past, adaptive ? ADAPTIVE_MARGIN * fpp : fpp, &cfg.fpp);
   if (s != BK_OK) return bkpy_raise(s, "ForgetfulBloomFilter");
   cfg.n_past = n_past;
   cfg.refresh_period = period;
-  cfg.min_window = window;
-  cfg.start_time = now;
+  cfg.min_window = win;
+  cfg.start_time = start;
   cfg.seed = seed;
+  if (adaptive) {
+    cfg.adaptive = true;
+    cfg.target_fpp = fpp; /* what Algorithm 3 holds the estimate to */
+    cfg.adapt_interval = period;
+    cfg.period_step = period / 10 ? period / 10 : 1;
+  }
   bk_fbf *f = NULL;
   s = bk_fbf_create(&f, &cfg);
   if (s != BK_OK) return bkpy_raise(s, "ForgetfulBloomFilter");
-  return bkpy_wrap(type, f);
+  PyObject *o = bkpy_wrap(type, f);
+  if (o == NULL) return NULL;
+  FBF(o)->ops = &fbf_ops;
+  FBF(o)->monotonic = probe.monotonic;
+  FBF(o)->origin = probe.origin;
+  FBF(o)->last = start;
+  return o;
 }
 
-/* Parse (key, now=None); *has_now says whether now was given. */
-static int key_now_args(PyObject *args, PyObject *kw, const char *fname,
-                        PyObject **key, uint64_t *now, int *has_now) {
-  static char *kwlist[] = {"key", "now", NULL};
-  PyObject *now_obj = Py_None;
-  char fmt[64];
-  (void)snprintf(fmt, sizeof fmt, "O|$O:%s", fname);
-  if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, key, &now_obj))
-    return -1;
-  *has_now = now_obj != Py_None;
-  if (*has_now && bkpy_u64(now_obj, "now", now) < 0) return -1;
-  return 0;
-}
+/* ---- state -------------------------------------------------------------- */
 
-static PyObject *fbf_advance_to(bkpy_object *self, uint64_t now) {
-  bk_status s = bk_fbf_advance(self->h, now);
-  if (s != BK_OK)
-    return bkpy_raise(s,
-                      "ForgetfulBloomFilter.advance (time going "
-                      "backwards?)");
-  Py_RETURN_NONE;
-}
-
-/* add, add_if_absent and contains: one key, an optional now=. */
-enum fbf_op { FBF_ADD, FBF_ADD_IF_ABSENT, FBF_CONTAINS };
-
-static PyObject *fbf_keyed(PyObject *o, PyObject *args, PyObject *kw,
-                           enum fbf_op op) {
-  static const char *names[] = {"add", "add_if_absent", "contains"};
-  bkpy_object *self = (bkpy_object *)o;
-  PyObject *key;
-  uint64_t now = 0;
-  int has_now;
-  if (key_now_args(args, kw, names[op], &key, &now, &has_now) < 0) return NULL;
-  bkpy_key k;
-  if (bkpy_key_get(key, &k) < 0) return NULL;
-  bool out = false;
-  bk_status s = BK_OK;
-  if (op == FBF_CONTAINS)
-    s = has_now ? bk_fbf_contains_at(self->h, k.ptr, k.len, now, &out)
-                : bk_fbf_contains(self->h, k.ptr, k.len, &out);
-  else if (has_now)
-    s = bk_fbf_advance(self->h, now);
-  if (s == BK_OK && op == FBF_ADD) s = bk_fbf_add(self->h, k.ptr, k.len);
-  if (s == BK_OK && op == FBF_ADD_IF_ABSENT)
-    s = bk_fbf_add_if_absent(self->h, k.ptr, k.len, &out);
-  bkpy_key_release(&k);
-  if (s != BK_OK) {
-    char what[64];
-    (void)snprintf(what, sizeof what, "ForgetfulBloomFilter.%s", names[op]);
-    return bkpy_raise(s, what);
+static PyObject *u64_list(const uint64_t *v, unsigned n) {
+  PyObject *list = PyList_New(n);
+  for (unsigned i = 0; list != NULL && i < n; i++) {
+    PyObject *x = PyLong_FromUnsignedLongLong(v[i]);
+    if (x == NULL) {
+      Py_CLEAR(list);
+      break;
+    }
+    PyList_SET_ITEM(list, i, x);
   }
-  if (op == FBF_ADD) Py_RETURN_NONE;
-  return PyBool_FromLong(out);
-}
-
-static PyObject *fbf_add(PyObject *o, PyObject *args, PyObject *kw) {
-  return fbf_keyed(o, args, kw, FBF_ADD);
-}
-
-static PyObject *fbf_add_if_absent(PyObject *o, PyObject *args, PyObject *kw) {
-  return fbf_keyed(o, args, kw, FBF_ADD_IF_ABSENT);
-}
-
-static PyObject *fbf_contains_call(PyObject *o, PyObject *args, PyObject *kw) {
-  return fbf_keyed(o, args, kw, FBF_CONTAINS);
-}
-
-static int fbf_contains(PyObject *o, PyObject *key) {
-  bkpy_key k;
-  if (bkpy_key_get(key, &k) < 0) return -1;
-  bool in = false;
-  bk_status s = bk_fbf_contains(((bkpy_object *)o)->h, k.ptr, k.len, &in);
-  bkpy_key_release(&k);
-  if (s != BK_OK) {
-    bkpy_raise(s, "ForgetfulBloomFilter.__contains__");
-    return -1;
-  }
-  return in ? 1 : 0;
-}
-
-static PyObject *fbf_advance(PyObject *o, PyObject *now_obj) {
-  uint64_t now;
-  if (bkpy_u64(now_obj, "now", &now) < 0) return NULL;
-  return fbf_advance_to((bkpy_object *)o, now);
+  return list;
 }
 
 static PyObject *fbf_get_info(PyObject *o, void *closure) {
   (void)closure;
+  const fbf_object *self = FBF(o);
   bk_fbf_info i;
-  bk_status s = bk_fbf_info_get(((bkpy_object *)o)->h, &i);
+  bk_status s = bk_fbf_info_get(self->base.h, &i);
   if (s != BK_OK) return bkpy_raise(s, "ForgetfulBloomFilter.info");
+  unsigned n = i.n_filters <= BK_FBF_MAX_FILTERS ? i.n_filters : 0;
+  PyObject *inserted = u64_list(i.inserted, n);
+  PyObject *set_bits = u64_list(i.set_bits, n);
+  if (inserted == NULL || set_bits == NULL) {
+    Py_XDECREF(inserted);
+    Py_XDECREF(set_bits);
+    return NULL;
+  }
   return Py_BuildValue(
-      "{s:K,s:I,s:I,s:I,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:n}", "m_bits",
-      (unsigned long long)i.m_bits, "k", i.k, "n_filters", i.n_filters,
-      "n_past", i.n_past, "refresh_period",
-      (unsigned long long)i.refresh_period, "min_window",
-      (unsigned long long)i.min_window, "now", (unsigned long long)i.now,
-      "next_refresh", (unsigned long long)i.next_refresh, "window_min",
-      (unsigned long long)i.window_min, "window_max",
-      (unsigned long long)i.window_max, "refreshes",
-      (unsigned long long)i.refreshes, "memory", (Py_ssize_t)i.memory);
+      "{s:K,s:I,s:I,s:I,s:I,s:I,s:d,s:d,s:d,s:d,s:d,s:d,s:K,s:K,s:N,s:N,s:n,"
+      "s:s,s:O,s:O}",
+      "m_bits", (unsigned long long)i.m_bits, "k", i.k, "n_filters",
+      i.n_filters, "n_past", i.n_past, "target_filters", i.target_filters,
+      "max_filters", i.max_filters, "refresh_period",
+      (double)i.refresh_period / TICKS_PER_S, "min_window",
+      (double)i.min_window / TICKS_PER_S, "now", bkpy_seconds_at(self, i.now),
+      "next_refresh", bkpy_seconds_at(self, i.next_refresh), "window_min",
+      (double)i.window_min / TICKS_PER_S, "window_max",
+      (double)i.window_max / TICKS_PER_S, "refreshes",
+      (unsigned long long)i.refreshes, "deferred",
+      (unsigned long long)i.deferred, "inserted", inserted, "set_bits",
+      set_bits, "memory", (Py_ssize_t)i.memory, "check",
+      i.check == BK_FBF_CHECK_SIMPLE ? "simple" : "optimized", "adaptive",
+      i.adaptive ? Py_True : Py_False, "monotonic",
+      self->monotonic ? Py_True : Py_False);
+}
+
+static PyObject *fbf_get_fpp(PyObject *o, void *closure) {
+  (void)closure;
+  double p = 0;
+  bk_status s = bk_fbf_estimated_fpp(FBF(o)->base.h, BK_FBF_CHECK_DEFAULT, &p);
+  if (s != BK_OK) return bkpy_raise(s, "ForgetfulBloomFilter.fpp");
+  return PyFloat_FromDouble(p);
 }
 
 BKPY_DEFINE_CODEC(bkpy_fbf_codec, "ForgetfulBloomFilter", fbf, fbf);
 
+/* from_bytes(data, monotonic=False): the clock is the blob's; a
+ * monotonic filter is re-based so that its clock is time.monotonic() now
+ * (the time between saving and loading does not count). */
+static PyObject *fbf_from_bytes(PyObject *cls, PyObject *args, PyObject *kw) {
+  PyObject *o;
+  int monotonic;
+  if (bkpy_timed_from_bytes(cls, args, kw, &o, &monotonic) < 0) return NULL;
+  FBF(o)->ops = &fbf_ops;
+  bk_fbf_info i;
+  bk_status s = bk_fbf_info_get(FBF(o)->base.h, &i);
+  if (s != BK_OK) {
+    Py_DECREF(o);
+    return bkpy_raise(s, "ForgetfulBloomFilter.from_bytes");
+  }
+  if (bkpy_timed_loaded(FBF(o), i.now, monotonic) < 0) {
+    Py_DECREF(o);
+    return NULL;
+  }
+  return o;
+}
+
+#define KEYWORDS METH_VARARGS | METH_KEYWORDS
+#define CFUNC(f) (PyCFunction)(void (*)(void))(f)
+#define FASTCALL METH_FASTCALL | METH_KEYWORDS
+
 static PyMethodDef fbf_methods[] = {
-    {"add", (PyCFunction)(void (*)(void))fbf_add, METH_VARARGS | METH_KEYWORDS,
-     "add(key, *, now=None): advance the clock to now (if given), then "
-     "insert key."},
-    {"add_if_absent", (PyCFunction)(void (*)(void))fbf_add_if_absent,
-     METH_VARARGS | METH_KEYWORDS,
-     "add_if_absent(key, *, now=None) -> bool: advance to now (if given), "
-     "then insert key; True if it was absent."},
-    {"contains", (PyCFunction)(void (*)(void))fbf_contains_call,
-     METH_VARARGS | METH_KEYWORDS,
-     "contains(key, *, now=None) -> bool: the answer as of time now "
-     "(bk_fbf_contains_at: the filter is not changed), or of the filter's "
-     "own clock without now."},
-    {"advance", fbf_advance, METH_O,
-     "advance(now): move the clock to now, running the refreshes due; "
-     "InvalidArgumentError if now is earlier than the clock."},
+    {"add", CFUNC(bkpy_timed_add), FASTCALL,
+     "add(key, *, now=None): move the clock to now, then insert key. "
+     "InvalidArgumentError if now is earlier than the filter's clock."},
+    {"add_if_absent", CFUNC(bkpy_timed_add_if_absent), FASTCALL,
+     "add_if_absent(key, *, now=None) -> bool: move the clock to now, then "
+     "insert key; True if it was absent (not reported present). Atomic: of "
+     "threads racing on one key, exactly one gets True."},
+    {"contains", CFUNC(bkpy_timed_contains), FASTCALL,
+     "contains(key, *, now=None) -> bool: with now, the answer as of time "
+     "now, changing nothing (bk_fbf_contains_at; a now earlier than the "
+     "clock answers as of the clock). Without now, as `key in f`."},
+    {"advance", CFUNC(bkpy_timed_advance), KEYWORDS,
+     "advance(now=None): move the clock to now (explicit time: the filter's "
+     "own clock if None; monotonic: time.monotonic()), running the "
+     "refreshes due. InvalidArgumentError if now is earlier than the clock."},
+    {"add_many", CFUNC(bkpy_timed_add_many), KEYWORDS,
+     "add_many(keys, *, now=None): move the clock to now once, then add each "
+     "key of a list/iterable or numpy array of 8-byte ints/floats, with the "
+     "GIL released."},
+    {"add_if_absent_many", CFUNC(bkpy_timed_add_if_absent_many), KEYWORDS,
+     "add_if_absent_many(keys, *, now=None) -> list[bool] | numpy.ndarray: "
+     "move the clock to now once, then add_if_absent of each key in order "
+     "(a key twice: True at most once), with the GIL released."},
+    {"contains_many", CFUNC(bkpy_timed_contains_many), KEYWORDS,
+     "contains_many(keys, *, now=None) -> list[bool] | numpy.ndarray: "
+     "contains of each key (as of now, changing nothing, when given; "
+     "otherwise as `key in f`), with the GIL released; a numpy bool array "
+     "when keys is an array."},
     {"to_bytes", bkpy_to_bytes, METH_NOARGS,
-     "to_bytes() -> bytes: the library's serialized form."},
-    {"from_bytes", bkpy_from_bytes, METH_O | METH_CLASS,
-     "ForgetfulBloomFilter.from_bytes(b): a filter from to_bytes() output; "
-     "CorruptError for anything else."},
-    {"__reduce__", bkpy_reduce, METH_NOARGS, "pickle support"},
+     "to_bytes() -> bytes: the library's serialized form (the C clock in "
+     "ms; not whether the filter is monotonic)."},
+    {"from_bytes", CFUNC(fbf_from_bytes), KEYWORDS | METH_CLASS,
+     "ForgetfulBloomFilter.from_bytes(data, monotonic=False): a filter from "
+     "to_bytes() output, on explicit time at the blob's clock, or with "
+     "monotonic=True on time.monotonic(), re-based so that the blob's clock "
+     "is now (time while saved does not count). CorruptError for anything "
+     "else."},
+    {"__reduce__", bkpy_timed_reduce, METH_NOARGS,
+     "pickle support: the blob and the time mode (a monotonic filter "
+     "loads re-based, as from_bytes(data, monotonic=True))."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef fbf_getset[] = {
     {"info", fbf_get_info, NULL,
-     "dict: the shape (m_bits, k, n_filters, n_past, refresh_period, "
-     "min_window), the clock (now, next_refresh), the window bounds "
-     "(window_min, window_max), refreshes and memory.",
+     "dict (times in seconds of the filter's time base, durations in "
+     "seconds): m_bits, k, n_filters (N + 2 in use), n_past, target_filters, "
+     "max_filters, refresh_period, min_window (the window), now (the clock), "
+     "next_refresh, window_min and window_max (a key is kept at least "
+     "window_min and at most window_max), refreshes, deferred, inserted and "
+     "set_bits (per filter, future first), memory (bytes), check, adaptive, "
+     "monotonic.",
+     NULL},
+    {"now", bkpy_timed_get_now, NULL,
+     "float: the filter's clock (seconds of its time base), the latest time "
+     "it was moved to.",
+     NULL},
+    {"monotonic", bkpy_timed_get_monotonic, NULL,
+     "bool: True when calls without now= run at time.monotonic().", NULL},
+    {"fpp", fbf_get_fpp, NULL,
+     "float: the estimated false positive rate of the current state "
+     "(bk_fbf_estimated_fpp, the figure adaptive filters steer by).",
      NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PySequenceMethods fbf_as_sequence = {
-    .sq_contains = fbf_contains,
+    .sq_contains = bkpy_timed_in,
 };
 
 PyTypeObject bkpy_ForgetfulType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bloomkit.ForgetfulBloomFilter",
-    .tp_basicsize = sizeof(bkpy_object),
+    .tp_basicsize = sizeof(fbf_object),
     .tp_dealloc = bkpy_dealloc,
     .tp_as_sequence = &fbf_as_sequence,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc =
-        "ForgetfulBloomFilter(capacity, fpp, window, n_past=2, now=0, "
-        "seed=0)\n\n"
-        "A forgetful Bloom filter: every key is remembered at least `window` "
-        "time units after it was added, and forgotten some time after. "
-        "Time is the caller's integers, passed as now=; `key in f` answers "
-        "as of the filter's own clock.",
+        "ForgetfulBloomFilter(capacity, fpp, window, n_past=2, adaptive=False, "
+        "now=None, seed=0)\n\n"
+        "A forgetful Bloom filter (fbf.h): a key added at time a is reported "
+        "present at every time q with a <= q <= a + window (no false "
+        "negative inside the window), and forgotten by a + info['window_max'] "
+        "(the current shape's bound: (n_past + 2) refresh periods of "
+        "ceil(window / (n_past + 1)) ms; longer after an adaptive grow); "
+        "`capacity` is keys per window, `fpp` the rate a check "
+        "answers with at that load. len() is not defined (the library keeps "
+        "no count of distinct keys). adaptive=True grows and shrinks the "
+        "filter to hold fpp under a changing load (Algorithm 3), never "
+        "forgetting a key inside the window.\n\n"
+        "Time is in seconds (int or float), kept as whole milliseconds: a "
+        "time t is the C clock's tick round((t - origin) * 1000), and the "
+        "window is rounded up to whole ms (at least 1 ms).\n"
+        "- now=None (the default): monotonic time. Calls without now= run at "
+        "time.monotonic() (looked up in the time module at each call); a "
+        "now= given is a time.monotonic() value. `key in f` and "
+        "contains(key) answer as of time.monotonic(), so a key is not "
+        "reported after its window has run out in real time (the clock moves "
+        "to the present first). Pickling keeps the clock: the loaded filter "
+        "resumes at the saved clock, re-based to the new process's "
+        "time.monotonic() (the time while saved does not count; monotonic "
+        "times of two processes or boots are not comparable).\n"
+        "- now=t (e.g. now=0): explicit time, the caller's seconds from 0. "
+        "add, add_if_absent, contains and the batch calls take now=t; "
+        "without it they run at the filter's own clock (the latest time it "
+        "was given), and `key in f` answers as of that clock.\n"
+        "add, add_if_absent, advance and the batch adds with a now earlier "
+        "than the filter's clock raise InvalidArgumentError (time does not "
+        "go backwards); contains(key, now=t) answers as of t and changes "
+        "nothing. Every call may run beside every other from any thread; "
+        "batch calls run with the GIL released.",
     .tp_methods = fbf_methods,
     .tp_getset = fbf_getset,
     .tp_new = fbf_new,

@@ -388,6 +388,7 @@ int bkpy_u64(PyObject *obj, const char *name, uint64_t *out) {
 static const bkpy_codec *codec_of(PyTypeObject *type) {
   if (type == &bkpy_BloomFilterType) return &bkpy_bloom_codec;
   if (type == &bkpy_ForgetfulType) return &bkpy_fbf_codec;
+  if (type == &bkpy_ApbfType) return &bkpy_apbf_codec;
   if (type == &bkpy_CbfType) return &bkpy_cbf_codec;
   if (type == &bkpy_ScbfType) return &bkpy_scbf_codec;
   if (type == &bkpy_KbfType) return &bkpy_kbf_codec;
@@ -651,6 +652,7 @@ PyMODINIT_FUNC PyInit__bloomkit(void) {
   if (add_errors(m) < 0 ||
       add_type(m, &bkpy_BloomFilterType, "BloomFilter") < 0 ||
       add_type(m, &bkpy_ForgetfulType, "ForgetfulBloomFilter") < 0 ||
+      add_type(m, &bkpy_ApbfType, "AgePartitionedBloomFilter") < 0 ||
       bkpy_idem_init(m) < 0 ||
       add_type(m, &bkpy_IdemType, "IdempotentCounters") < 0 ||
       add_type(m, &bkpy_CbfType, "CountingBloomFilter") < 0 ||

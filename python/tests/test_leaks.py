@@ -50,7 +50,7 @@ def workload(bf, fbf, idem, start, n):
 
 def test_no_leaks_over_many_calls():
     bf = bloomkit.BloomFilter(10_000, 0.01)
-    fbf = bloomkit.ForgetfulBloomFilter(10_000, 0.01, 10)
+    fbf = bloomkit.ForgetfulBloomFilter(10_000, 0.01, 10, now=0)
     idem = bloomkit.IdempotentCounters(10, strategy="fbf")
     workload(bf, fbf, idem, 0, 20_000)  # warm-up: tables reach their size
     gc.collect()
