@@ -78,7 +78,7 @@ def hot_calls():
     (TypeError, OverflowError, KeyError, CorruptError and other
     bloomkit.Error classes), each wrapped to swallow its expected error."""
     bf = bloomkit.BloomFilter(10_000, 0.01)
-    fbf = bloomkit.ForgetfulBloomFilter(10_000, 0.01, 10)
+    fbf = bloomkit.ForgetfulBloomFilter(10_000, 0.01, 10, now=0)
     idem = bloomkit.IdempotentCounters(10, strategy="hybrid", window=64, now=0)
     win = bloomkit.IdempotentCounters(10, strategy="window", window=64, now=0)
     win.add("w", client=1, seq=10_000)
