@@ -50,7 +50,10 @@ the JSON):
    (/proc/self/status) before creating BloomFilter(10^7, 0.01) and after `for i in range(10**7): bf.add(i)` (each int freed after its
    call), against bf.info["memory"], the bytes the C library holds. Target:
    growth at most 1.1x that plus 1 MiB (one Python object per key would be
-   at least 28 bytes a key, 280 MB).
+   at least 28 bytes a key, 280 MB). Also reported, not a target: the peak
+   RSS a batch call adds while it runs (VmHWM reset through
+   /proc/self/clear_refs), for add_many over a list of 10^7 floats and over
+   a numpy array.
 
 Output: a markdown table of the targets (met / missed), a table of every
 timed row, PASS/MISS lines in scripts/bench.sh's summary format; --json and
@@ -333,10 +336,10 @@ def part_rbloom(rows, n, rounds, flor_n, log):
 
 # ---- part 4: memory ----------------------------------------------------------
 
-def rss_bytes():
+def rss_bytes(field="VmRSS:"):
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field):
                 return int(line.split()[1]) * 1024
     raise RuntimeError("no VmRSS in /proc/self/status")
 
@@ -353,8 +356,30 @@ def memory_child(n):
     for i in range(n):
         add(i)
     after = rss_bytes()
-    print(json.dumps({"before": before, "created": created, "after": after,
-                      "memory": bf.info["memory"]}))
+    res = {"before": before, "created": created, "after": after,
+           "memory": bf.info["memory"]}
+    del bf, add
+    # What a batch call holds while it runs, beyond the filter: peak RSS
+    # (VmHWM, reset through /proc/self/clear_refs) over creating a filter
+    # and add_many on it, minus RSS before, for a list of floats and for a
+    # numpy array of the same count.
+    batches = [("list", lambda: [i + 0.5 for i in range(n)])]
+    if np is not None:
+        batches.append(("numpy", lambda: np.arange(n, dtype=np.uint64)))
+    for name, make in batches:
+        keys = make()
+        gc.collect()
+        base = rss_bytes()
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            break
+        bf = bloomkit.BloomFilter(n, FPP)
+        bf.add_many(keys)
+        res[f"batch_peak_{name}"] = rss_bytes("VmHWM:") - base
+        del keys, bf
+    print(json.dumps(res))
 
 
 def part_memory(rows, n, log, info):
@@ -369,6 +394,13 @@ def part_memory(rows, n, log, info):
                       "rss_after": after, "rss_growth": growth,
                       "c_memory": mem,
                       "growth_bytes_per_key": growth / n}
+    for name in ("list", "numpy"):
+        if f"batch_peak_{name}" in m:
+            peak = m[f"batch_peak_{name}"]
+            info["memory"][f"batch_peak_{name}"] = peak
+            log(f"memory: add_many over a {name} of {n} keys: peak RSS "
+                f"+{peak / 2**20:.1f} MiB during the call "
+                f"({max((peak - mem) / n, 0.0):.1f} B/key beyond the filter)")
     log(f"memory: {n} int keys added one by one: RSS +{growth / 2**20:.1f} MiB"
         f" ({growth / n:.2f} B/key), the filter's memory "
         f"{mem / 2**20:.1f} MiB")
@@ -416,6 +448,16 @@ def report(rows, args, info, out):
     p("rbloom (published, not run here: not installable): 2.52 s for the "
       "same workload on an M1 Pro (pybloomfiltermmap3 4.78 s, Flor 76.94 s "
       "there).")
+    mem = info.get("memory", {})
+    for name in ("list", "numpy"):
+        if f"batch_peak_{name}" in mem:
+            peak, n = mem[f"batch_peak_{name}"], mem["n"]
+            what = "numpy uint64 array" if name == "numpy" else "list of floats"
+            p(f"Peak RSS over creating a filter and `add_many` over a {what} "
+              f"of {count(n)} keys: +{peak / 2**20:.1f} MiB, of which the "
+              f"filter's {mem['c_memory'] / 2**20:.1f} MiB "
+              f"({max((peak - mem['c_memory']) / n, 0.0):.1f} bytes a key beyond it, "
+              "released when the call returns).")
     p()
     for t in rows.targets:
         lab = t["target"].replace("`", "")
