@@ -30,9 +30,12 @@ the JSON):
    program computes the same keys; the checksums are compared): `add_many`
    then `contains_many` into a fresh BloomFilter(10^7, 0.01), against
    bloomkit_bench_python_c (bench/python/c_batch.c: the same filter, keys and
-   passes through bk_bloom_add_many / bk_bloom_contains_many), which this
-   script runs once per round between its own passes. Target: ns per key at
-   most 1.5x C's.
+   passes through bk_bloom_add_many / bk_bloom_contains_many, 512 keys a
+   call as the binding does), which this script runs once per round before
+   its own passes. C's output array is allocated and its pages faulted in
+   before its timing starts; the binding's contains_many time includes
+   allocating the numpy bool array it returns. Target: ns per key at most
+   1.5x C's.
 3. rbloom's workload, as rbloom's benchmarks/compare.py runs it: a filter of
    (10^7, 0.01), `for i in range(N): bf.add(i + 0.5)`, then `for i in
    range(N): if i + 0.5 not in bf: raise`; here also as add_many /
