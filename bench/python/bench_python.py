@@ -79,8 +79,7 @@ import time
 try:
     import bloomkit
 except ImportError as e:  # pragma: no cover
-    sys.exit(f"bench_python: cannot import bloomkit ({e}); run with "
-             "PYTHONPATH=<build>/python /usr/bin/python3")
+    bloomkit, bloomkit_error = None, e
 
 try:
     import numpy as np
@@ -515,6 +514,9 @@ def main():
                     help="which parts to run (default 1234)")
     ap.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if bloomkit is None:
+        sys.exit(f"bench_python: cannot import bloomkit ({bloomkit_error}); "
+                 "run with PYTHONPATH=<build>/python /usr/bin/python3")
     if args.memory_child:
         memory_child(args.memory_child)
         return
