@@ -16,7 +16,9 @@
 #   --bk_quick   only the smallest sizes, short runs (about a minute)
 #   other flags go to the benchmark binaries, e.g. --benchmark_filter=blocked
 # Env: BK_BUILD_DIR (default build-release), BK_BENCH_REDIS=0 (skip the
-#      Redis benchmark). Exit status: 1 when a benchmark failed or errored,
+#      Redis benchmark), BK_BENCH_PYTHON=1 (also run the Python binding's
+#      bench/python/bench_python.py, a few minutes; --bk_quick gives it
+#      --quick). Exit status: 1 when a benchmark failed or errored,
 #      3 under --strict when a target was missed, else 0.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -129,6 +131,20 @@ run_bench "$build/bench/bloomkit_bench" "$@"
 # redis-server on a loopback port.
 if [ "$redis" = 1 ]; then
   run_bench "$build/bench/bloomkit_bench_redis" "$@"
+fi
+
+# The Python binding's benchmark (bench/python): its table and PASS/MISS
+# lines go to $out like the suite's.
+if [ "${BK_BENCH_PYTHON:-0}" = 1 ]; then
+  build_quietly "$build" bloomkit_python bloomkit_bench_python_c
+  echo "bench: running bench/python/bench_python.py ($(elapsed "$t_start") so far)"
+  pyq=""
+  case " $* " in *" --bk_quick "*) pyq=--quick ;; esac
+  if ! PYTHONPATH="$build/python" /usr/bin/python3 bench/python/bench_python.py $pyq \
+    --c-batch "$build/bench/bloomkit_bench_python_c" >>"$out"; then
+    echo "bench: bench_python.py failed (see $out)"
+    status=1
+  fi
 fi
 
 # The summary: every PASS and MISS target line of $out, condensed to one
