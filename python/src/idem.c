@@ -32,11 +32,6 @@ static bk_status idem_advance_fn(void *h, uint64_t tick) {
 static const bkpy_timed_ops idem_ops = {.name = "IdempotentCounters",
                                         .advance = idem_advance_fn};
 
-/* A duration of the table (ticks) as seconds. */
-static PyObject *seconds_out(uint64_t ticks) {
-  return PyFloat_FromDouble((double)ticks / BKPY_TICKS_PER_S);
-}
-
 static PyStructSequence_Field add_result_fields[] = {
     {"value", "the counter's value after the call (also for a duplicate)"},
     {"applied", "True if this op was applied, False for a duplicate"},
@@ -329,22 +324,22 @@ static PyObject *idem_get_info(PyObject *o, void *closure) {
   bk_idem_info i;
   if (idem_info(&self->base, &i) < 0) return NULL;
   PyObject *d = Py_BuildValue(
-      "{s:s,s:s,s:K,s:K,s:K,s:n,s:n,s:d,s:N,s:I,s:N,s:I,s:K,s:K,s:K,s:K,"
-      "s:K,s:n,s:N}",
+      "{s:s,s:s,s:K,s:K,s:K,s:n,s:n,s:d,s:d,s:I,s:d,s:I,s:K,s:K,s:K,s:K,"
+      "s:K,s:n,s:d}",
       "strategy", strategy_name(i.strategy), "clock",
       self->monotonic ? "monotonic" : "explicit", "keys",
       (unsigned long long)i.keys, "applied", (unsigned long long)i.applied,
       "duplicates", (unsigned long long)i.duplicates, "filter_memory",
       (Py_ssize_t)i.filter_memory, "table_memory", (Py_ssize_t)i.table_memory,
-      "fpp", i.fpp, "window_min", seconds_out(i.window_min), "n_filters",
-      i.n_filters, "refresh_period", seconds_out(i.refresh_period), "window",
-      i.window, "clients", (unsigned long long)i.clients, "window_decided",
+      "fpp", i.fpp, "window_min", (double)i.window_min / BKPY_TICKS_PER_S,
+      "n_filters", i.n_filters, "refresh_period",
+      (double)i.refresh_period / BKPY_TICKS_PER_S, "window", i.window,
+      "clients", (unsigned long long)i.clients, "window_decided",
       (unsigned long long)i.window_decided, "below_window",
       (unsigned long long)i.below_window, "slid_to_filter",
       (unsigned long long)i.slid_to_filter, "clients_evicted",
       (unsigned long long)i.clients_evicted, "window_memory",
-      (Py_ssize_t)i.window_memory, "now",
-      PyFloat_FromDouble(bkpy_seconds_at(self, i.now)));
+      (Py_ssize_t)i.window_memory, "now", bkpy_seconds_at(self, i.now));
   return d;
 }
 

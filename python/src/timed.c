@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Time for the extension's sliding-window classes and IdempotentCounters
- * (timed.h): seconds from
- * Python (int or float) as the C clock's whole milliseconds, explicit or
- * time.monotonic() time, a clock that never goes backwards, and pickling
- * that re-bases a monotonic clock to the loading process (monotonic times
- * of two processes or boots are not comparable: the time while saved does
- * not count).
+ * (timed.h): seconds from Python (int or float) as the C clock's whole
+ * milliseconds, explicit or time.monotonic() time, a clock that never goes
+ * backwards, and pickling that re-bases a monotonic clock to the loading
+ * process (monotonic times of two processes or boots are not comparable:
+ * the time while saved does not count).
  */
 #include "timed.h"
 
