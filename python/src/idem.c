@@ -6,97 +6,31 @@
  * strategy's BK_IDEM_TOO_OLD raises TooOldError (nothing applied, the
  * counter's value in its `value` attribute). [key], get, del, `in`, len,
  * iteration over (key bytes, value) pairs, info, advance and
- * to_bytes / from_bytes / pickle. Time: a table made without now= keeps
- * time.monotonic() (CLOCK_MONOTONIC; the library's clock counts its
- * nanoseconds since the table was made, and durations given and reported
- * are float seconds); a table made with now= keeps the caller's integers,
- * passed as now= to add and advance (tests and replays).
+ * to_bytes / from_bytes / pickle. Time is the ForgetfulBloomFilter's
+ * (timed.h, whose clock code this object embeds): seconds (int or float)
+ * everywhere, whole milliseconds on the library's clock; time.monotonic()
+ * unless the table is made with now= (explicit time, for tests and
+ * replays); a now= given to a monotonic table is a time.monotonic()
+ * value; a time before the clock is an InvalidArgumentError.
  */
-#include "bkpy.h"
-
-#include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "bloomkit/idem.h"
+#include "timed.h"
 
 static PyTypeObject AddResultType;
 
-/* The Python object: the table and its clock. */
-typedef struct idem_object {
-  bkpy_object base;
-  int monotonic;     /* time.monotonic(): the table counts nanoseconds */
-  int64_t offset_ns; /* the table's clock = CLOCK_MONOTONIC ns + offset */
-} idem_object;
+/* The Python object: the table and its clock (only ops->name and
+ * ops->advance are used). */
+typedef bkpy_timed idem_object;
+#define IDEM(o) ((bkpy_timed *)(o))
 
-#define NS_PER_S 1e9
-
-static int64_t monotonic_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+static bk_status idem_advance_fn(void *h, uint64_t tick) {
+  return bk_idem_advance(h, tick);
 }
 
-/* The table's clock now (monotonic mode). */
-static uint64_t clock_now(const idem_object *self) {
-  int64_t t = monotonic_ns() + self->offset_ns;
-  return t < 0 ? 0 : (uint64_t)t;
-}
-
-/* A duration or time from Python in the table's unit: the caller's int
- * (explicit time), or seconds as an int or float (monotonic: nanoseconds).
- * -1 with ValueError/TypeError. */
-static int time_arg(int monotonic, PyObject *obj, const char *name,
-                    uint64_t *out) {
-  if (!monotonic) return bkpy_u64(obj, name, out);
-  if (!PyLong_Check(obj) && !PyFloat_Check(obj)) {
-    PyErr_Format(PyExc_TypeError,
-                 "%s must be seconds (int or float), not "
-                 "%.100s",
-                 name, Py_TYPE(obj)->tp_name);
-    return -1;
-  }
-  double v = PyFloat_AsDouble(obj);
-  if (v == -1.0 && PyErr_Occurred()) return -1;
-  /* The clock starts at 0 and must not pass 2^63 ns (292 years). */
-  if (!(v >= 0) || !(v * NS_PER_S < 9.2e18)) {
-    PyErr_Format(PyExc_ValueError, "%s must be seconds in [0, 9.2e9)", name);
-    return -1;
-  }
-  *out = (uint64_t)llround(v * NS_PER_S);
-  return 0;
-}
-
-/* A time or duration of the table as Python sees it. */
-static PyObject *time_out(const idem_object *self, uint64_t v) {
-  if (self->monotonic) return PyFloat_FromDouble((double)v / NS_PER_S);
-  return PyLong_FromUnsignedLongLong(v);
-}
-
-/* Wrap table t as a new object of type; monotonic with the clock reading
- * t's own now at this instant, or explicit. */
-static PyObject *idem_wrap(PyTypeObject *type, bk_idem *t, int monotonic,
-                           uint64_t table_now) {
-  PyObject *o = bkpy_wrap(type, t);
-  if (o == NULL) return NULL;
-  idem_object *self = (idem_object *)o;
-  self->monotonic = monotonic;
-  if (monotonic) self->offset_ns = (int64_t)table_now - monotonic_ns();
-  return o;
-}
-
-/* Bring a monotonic table's clock to now (explicit tables: nothing). */
-static bk_status sync_clock(idem_object *self) {
-  if (!self->monotonic) return BK_OK;
-  uint64_t now = clock_now(self);
-  bk_idem_info i;
-  bk_status s = bk_idem_advance(self->base.h, now);
-  /* A clock restored a moment ahead of this one: keep its time. */
-  if (s == BK_EINVAL && bk_idem_info_get(self->base.h, &i) == BK_OK &&
-      i.now > now)
-    s = BK_OK;
-  return s;
-}
+static const bkpy_timed_ops idem_ops = {.name = "IdempotentCounters",
+                                        .advance = idem_advance_fn};
 
 static PyStructSequence_Field add_result_fields[] = {
     {"value", "the counter's value after the call (also for a duplicate)"},
@@ -178,18 +112,18 @@ static PyObject *idem_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
                  strategy);
     return NULL;
   }
-  int monotonic = now_obj == Py_None;
+  bkpy_timed probe;
+  if (bkpy_timed_start(&probe, now_obj, &cfg.start_time) < 0) return NULL;
   cfg.strategy = strategies[i].strategy;
   cfg.window = window;
   cfg.n_past = n_past;
   cfg.fpp = fpp;
   cfg.target_fpp = target_fpp;
   cfg.max_filters = max_filters;
-  if (time_arg(monotonic, timeout_obj, "retry_timeout", &cfg.retry_timeout) <
+  if (bkpy_duration_ticks(timeout_obj, "retry_timeout", 1, &cfg.retry_timeout) <
           0 ||
-      (period_obj != NULL && time_arg(monotonic, period_obj, "refresh_period",
-                                      &cfg.refresh_period) < 0) ||
-      (!monotonic && bkpy_u64(now_obj, "now", &cfg.start_time) < 0) ||
+      (period_obj != NULL && bkpy_duration_ticks(period_obj, "refresh_period",
+                                                 1, &cfg.refresh_period) < 0) ||
       (seed_obj != NULL && bkpy_u64(seed_obj, "seed", &cfg.seed) < 0) ||
       (ops_obj != NULL &&
        bkpy_u64(ops_obj, "ops_per_period", &cfg.ops_per_period) < 0) ||
@@ -199,7 +133,13 @@ static PyObject *idem_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   bk_idem *t = NULL;
   bk_status s = bk_idem_create(&t, &cfg);
   if (s != BK_OK) return bkpy_raise(s, "IdempotentCounters");
-  return idem_wrap(type, t, monotonic, cfg.start_time);
+  PyObject *o = bkpy_wrap(type, t);
+  if (o == NULL) return NULL;
+  IDEM(o)->ops = &idem_ops;
+  IDEM(o)->monotonic = probe.monotonic;
+  IDEM(o)->origin = probe.origin;
+  IDEM(o)->last = cfg.start_time;
+  return o;
 }
 
 static PyObject *idem_add(PyObject *o, PyObject *args, PyObject *kw) {
@@ -211,30 +151,25 @@ static PyObject *idem_add(PyObject *o, PyObject *args, PyObject *kw) {
                                    &client_obj, &seq_obj, &delta, &now_obj))
     return NULL;
   bk_idem_op_id id;
-  uint64_t now = 0;
+  uint64_t tick;
   if (client_obj == NULL || seq_obj == NULL) {
     PyErr_SetString(PyExc_TypeError, "add() needs client= and seq=");
     return NULL;
   }
-  if (now_obj != Py_None && ((idem_object *)o)->monotonic) {
-    PyErr_SetString(PyExc_ValueError,
-                    "IdempotentCounters.add: this table keeps "
-                    "time.monotonic(); now= is for a table made with now=");
-    return NULL;
-  }
   if (bkpy_u64(client_obj, "client", &id.client) < 0 ||
-      bkpy_u64(seq_obj, "seq", &id.seq) < 0 ||
-      (now_obj != Py_None && bkpy_u64(now_obj, "now", &now) < 0))
+      bkpy_u64(seq_obj, "seq", &id.seq) < 0)
     return NULL;
   bkpy_key k;
   if (bkpy_key_get(key, &k) < 0) return NULL;
+  if (bkpy_tick_for(IDEM(o), now_obj, &tick) < 0 ||
+      bkpy_advance_to(IDEM(o), tick, "add") < 0) {
+    bkpy_key_release(&k);
+    return NULL;
+  }
   int64_t value = 0;
   bk_idem_outcome outcome = BK_IDEM_APPLIED;
-  bk_status s = now_obj != Py_None ? bk_idem_advance(self->h, now)
-                                   : sync_clock((idem_object *)o);
-  if (s == BK_OK)
-    s = bk_idem_add(self->h, k.ptr, k.len, id, (int64_t)delta, &value,
-                    &outcome);
+  bk_status s =
+      bk_idem_add(self->h, k.ptr, k.len, id, (int64_t)delta, &value, &outcome);
   bkpy_key_release(&k);
   if (s != BK_OK) return bkpy_raise(s, "IdempotentCounters.add");
   if (outcome == BK_IDEM_TOO_OLD) {
@@ -385,108 +320,48 @@ static Py_ssize_t idem_len(PyObject *o) {
 
 static PyObject *idem_get_info(PyObject *o, void *closure) {
   (void)closure;
-  idem_object *self = (idem_object *)o;
+  idem_object *self = IDEM(o);
   bk_idem_info i;
   if (idem_info(&self->base, &i) < 0) return NULL;
   PyObject *d = Py_BuildValue(
-      "{s:s,s:s,s:K,s:K,s:K,s:n,s:n,s:d,s:N,s:I,s:N,s:I,s:K,s:K,s:K,s:K,"
-      "s:K,s:n,s:N}",
+      "{s:s,s:s,s:K,s:K,s:K,s:n,s:n,s:d,s:d,s:I,s:d,s:I,s:K,s:K,s:K,s:K,"
+      "s:K,s:n,s:d}",
       "strategy", strategy_name(i.strategy), "clock",
       self->monotonic ? "monotonic" : "explicit", "keys",
       (unsigned long long)i.keys, "applied", (unsigned long long)i.applied,
       "duplicates", (unsigned long long)i.duplicates, "filter_memory",
       (Py_ssize_t)i.filter_memory, "table_memory", (Py_ssize_t)i.table_memory,
-      "fpp", i.fpp, "window_min", time_out(self, i.window_min), "n_filters",
-      i.n_filters, "refresh_period", time_out(self, i.refresh_period), "window",
-      i.window, "clients", (unsigned long long)i.clients, "window_decided",
+      "fpp", i.fpp, "window_min", (double)i.window_min / BKPY_TICKS_PER_S,
+      "n_filters", i.n_filters, "refresh_period",
+      (double)i.refresh_period / BKPY_TICKS_PER_S, "window", i.window,
+      "clients", (unsigned long long)i.clients, "window_decided",
       (unsigned long long)i.window_decided, "below_window",
       (unsigned long long)i.below_window, "slid_to_filter",
       (unsigned long long)i.slid_to_filter, "clients_evicted",
       (unsigned long long)i.clients_evicted, "window_memory",
-      (Py_ssize_t)i.window_memory, "now", time_out(self, i.now));
+      (Py_ssize_t)i.window_memory, "now", bkpy_seconds_at(self, i.now));
   return d;
 }
 
-static PyObject *idem_advance(PyObject *o, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"now", NULL};
-  idem_object *self = (idem_object *)o;
-  PyObject *now_obj = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:advance", kwlist, &now_obj))
-    return NULL;
-  bk_status s;
-  if (self->monotonic) {
-    if (now_obj != Py_None) {
-      PyErr_SetString(PyExc_ValueError,
-                      "IdempotentCounters.advance: this table keeps "
-                      "time.monotonic(); call advance() without now");
-      return NULL;
-    }
-    s = sync_clock(self);
-  } else {
-    uint64_t now;
-    if (now_obj == Py_None) {
-      PyErr_SetString(PyExc_TypeError,
-                      "IdempotentCounters.advance: a table made with now= "
-                      "needs advance(now)");
-      return NULL;
-    }
-    if (bkpy_u64(now_obj, "now", &now) < 0) return NULL;
-    s = bk_idem_advance(self->base.h, now);
-  }
-  if (s != BK_OK)
-    return bkpy_raise(s,
-                      "IdempotentCounters.advance (time going "
-                      "backwards?)");
-  Py_RETURN_NONE;
-}
-
-/* IdempotentCounters.from_bytes(data, now=None). */
+/* from_bytes(data, monotonic=False): the clock is the blob's; a
+ * monotonic table is re-based so that its clock is time.monotonic() now
+ * (the time between saving and loading does not count). */
 static PyObject *idem_from_bytes(PyObject *cls, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"data", "now", NULL};
-  PyObject *data, *now_obj = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:from_bytes", kwlist, &data,
-                                   &now_obj))
-    return NULL;
-  uint64_t now = 0;
-  if (now_obj != Py_None && bkpy_u64(now_obj, "now", &now) < 0) return NULL;
-  Py_buffer view;
-  if (PyObject_GetBuffer(data, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-  bk_idem *t = NULL;
-  bk_status s = bk_idem_deserialize(view.buf, (size_t)view.len, NULL, &t);
-  PyBuffer_Release(&view);
-  if (s != BK_OK) return bkpy_raise(s, "IdempotentCounters");
+  PyObject *o;
+  int monotonic;
+  if (bkpy_timed_from_bytes(cls, args, kw, &o, &monotonic) < 0) return NULL;
+  IDEM(o)->ops = &idem_ops;
   bk_idem_info i;
-  s = bk_idem_info_get(t, &i);
-  if (s == BK_OK && now_obj != Py_None) s = bk_idem_advance(t, now);
-  if (s != BK_OK) {
-    bk_idem_destroy(t);
-    return bkpy_raise(s,
-                      "IdempotentCounters.from_bytes (now before the "
-                      "snapshot's clock?)");
-  }
-  return idem_wrap((PyTypeObject *)cls, t, now_obj == Py_None, i.now);
-}
-
-/* (from_bytes, (blob,)) for a monotonic table, (from_bytes, (blob, now))
- * for an explicit one: the copy keeps the clock's kind. */
-static PyObject *idem_reduce(PyObject *o, PyObject *unused) {
-  (void)unused;
-  idem_object *self = (idem_object *)o;
-  bk_idem_info i;
-  if (idem_info(&self->base, &i) < 0) return NULL;
-  PyObject *blob = bkpy_to_bytes(o, NULL);
-  if (blob == NULL) return NULL;
-  PyObject *ctor = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "from_bytes");
-  if (ctor == NULL) {
-    Py_DECREF(blob);
+  if (idem_info(&IDEM(o)->base, &i) < 0 ||
+      bkpy_timed_loaded(IDEM(o), i.now, monotonic) < 0) {
+    Py_DECREF(o);
     return NULL;
   }
-  if (self->monotonic) return Py_BuildValue("(N(N))", ctor, blob);
-  return Py_BuildValue("(N(NK))", ctor, blob, (unsigned long long)i.now);
+  return o;
 }
 
 static PyObject *idem_copy(PyObject *o, PyObject *unused) {
-  PyObject *r = idem_reduce(o, unused);
+  PyObject *r = bkpy_timed_reduce(o, unused);
   if (r == NULL) return NULL;
   PyObject *c =
       PyObject_CallObject(PyTuple_GET_ITEM(r, 0), PyTuple_GET_ITEM(r, 1));
@@ -504,9 +379,11 @@ BKPY_DEFINE_CODEC(bkpy_idem_codec, "IdempotentCounters", idem, idem);
 static PyMethodDef idem_methods[] = {
     {"add", (PyCFunction)(void (*)(void))idem_add, METH_VARARGS | METH_KEYWORDS,
      "add(key, *, client, seq, delta=1, now=None) -> AddResult(value, "
-     "applied): bring the clock to now (a table made with now=: the "
-     "caller's time, if given; otherwise time.monotonic(), and now= is a "
-     "ValueError), then add delta (an int64) to key's counter unless op "
+     "applied): bring the clock to now (seconds of the table's time base: "
+     "a time.monotonic() value for a monotonic table; without now=, "
+     "time.monotonic() or, on explicit time, the clock as it is; "
+     "InvalidArgumentError if now is earlier than the clock), then add "
+     "delta (an int64) to key's counter unless op "
      "(client, seq) was already applied; a new key starts at 0. value is "
      "the counter after the call, also for a duplicate. Atomic: of "
      "threads adding one op id, exactly one gets applied=True. "
@@ -518,12 +395,13 @@ static PyMethodDef idem_methods[] = {
     {"items", idem_items, METH_NOARGS,
      "items() -> list of (key bytes, value) pairs, in no particular order "
      "(a snapshot: iter(t) walks the same list, so dict(t) works)."},
-    {"advance", (PyCFunction)(void (*)(void))idem_advance,
+    {"advance", (PyCFunction)(void (*)(void))bkpy_timed_advance,
      METH_VARARGS | METH_KEYWORDS,
      "advance(now=None): move the table's clock (running the filter's "
-     "refreshes and evicting idle clients' windows): to now for a table "
-     "made with now= (InvalidArgumentError if now is earlier than the "
-     "clock), to time.monotonic() without an argument otherwise."},
+     "refreshes and evicting idle clients' windows) to now (seconds of its "
+     "time base; the table's own clock if None on explicit time, "
+     "time.monotonic() if None on monotonic time); InvalidArgumentError "
+     "if now is earlier than the clock."},
     {"copy", idem_copy, METH_NOARGS,
      "copy() -> IdempotentCounters: an independent copy (through a "
      "snapshot), keeping the clock's kind."},
@@ -531,19 +409,20 @@ static PyMethodDef idem_methods[] = {
     {"__deepcopy__", idem_deepcopy, METH_O, "copy.deepcopy support"},
     {"to_bytes", bkpy_to_bytes, METH_NOARGS,
      "to_bytes() -> bytes: a snapshot in the library's serialized form "
-     "(counters, op ids still remembered, the clock in the table's unit: "
-     "nanoseconds for a time.monotonic() table)."},
+     "(counters, op ids still remembered, the clock in milliseconds since "
+     "the time base's origin; not whether the table is monotonic)."},
     {"from_bytes", (PyCFunction)(void (*)(void))idem_from_bytes,
      METH_VARARGS | METH_KEYWORDS | METH_CLASS,
-     "IdempotentCounters.from_bytes(data, now=None): restore a snapshot. "
-     "Without now the table keeps time.monotonic(), its clock continuing "
-     "from the snapshot's (the time between is not counted: op ids are "
-     "kept longer, never shorter); with now it keeps the caller's time, "
-     "advanced to now (InvalidArgumentError if before the snapshot's "
-     "clock). Restore a snapshot with the kind of clock it was made with. "
-     "CorruptError for bytes that are not a snapshot."},
-    {"__reduce__", idem_reduce, METH_NOARGS,
-     "pickle support (the clock's kind is kept)"},
+     "IdempotentCounters.from_bytes(data, monotonic=False): restore a "
+     "snapshot, its clock the snapshot's: on explicit time by default "
+     "(continue with add(..., now=t) or advance(t)), with monotonic=True "
+     "on time.monotonic(), re-based so that the snapshot's clock is "
+     "time.monotonic() now (the time between is not counted: op ids are "
+     "kept longer, never shorter). CorruptError for bytes that are not a "
+     "snapshot."},
+    {"__reduce__", bkpy_timed_reduce, METH_NOARGS,
+     "pickle support: the blob and the time mode (a monotonic table loads "
+     "re-based, as from_bytes(data, monotonic=True))."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef idem_getset[] = {
@@ -553,10 +432,16 @@ static PyGetSetDef idem_getset[] = {
      "estimate now), window_min (op ids are kept at least this long), "
      "n_filters, refresh_period, the client windows' figures (window, "
      "clients, window_decided, below_window, slid_to_filter, "
-     "clients_evicted, window_memory) and now. Times are float seconds "
-     "(now: since the table was made) for a time.monotonic() table, the "
-     "caller's integers otherwise.",
+     "clients_evicted, window_memory) and now (the clock). Times are "
+     "float seconds: now of the table's time base (time.monotonic() or "
+     "the caller's), window_min and refresh_period as durations.",
      NULL},
+    {"now", bkpy_timed_get_now, NULL,
+     "float: the table's clock (seconds of its time base), the latest time "
+     "it was moved to.",
+     NULL},
+    {"monotonic", bkpy_timed_get_monotonic, NULL,
+     "bool: True when calls without now= run at time.monotonic().", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyMappingMethods idem_as_mapping = {
@@ -589,11 +474,14 @@ PyTypeObject bkpy_IdemType = {
         "(a forgetful Bloom filter of op ids), 'adaptive' (the FBF resized "
         "to keep target_fpp), 'apbf' (an age-partitioned filter), 'rbf' "
         "(one Bloom filter cleared when full) and 'none' (every retry "
-        "counts again). Time: without now= the table keeps "
-        "time.monotonic() and retry_timeout and refresh_period are "
-        "seconds (int or float); with now=<int> it keeps the caller's "
-        "integer clock, starting at now, moved by add(..., now=t) and "
-        "advance(t), and retry_timeout is in the same unit. 0 means the "
+        "counts again). Time, as for ForgetfulBloomFilter: seconds (int or "
+        "float) everywhere (retry_timeout, refresh_period, now=, info), "
+        "whole milliseconds on the library's clock. Without now= the table "
+        "keeps time.monotonic() (a now= given to add or advance is a "
+        "time.monotonic() value); with now=t (e.g. now=0) it keeps the "
+        "caller's seconds, starting at t, moved by add(..., now=t) and "
+        "advance(t) (a call without now= runs at the clock as it is). A "
+        "now earlier than the clock raises InvalidArgumentError. 0 means the "
         "library's default for n_past (2), fpp (0.001), ops_per_period, "
         "target_fpp (fpp), max_filters and expected_keys. t[key] reads a "
         "counter (KeyError when absent), del t[key] removes one, len(t) "

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Time for the extension's sliding-window classes (timed.h): seconds from
- * Python (int or float) as the C clock's whole milliseconds, explicit or
- * time.monotonic() time, a clock that never goes backwards, and pickling
- * that re-bases a monotonic clock to the loading process (monotonic times
- * of two processes or boots are not comparable: the time while saved does
- * not count).
+ * Time for the extension's sliding-window classes and IdempotentCounters
+ * (timed.h): seconds from Python (int or float) as the C clock's whole
+ * milliseconds, explicit or time.monotonic() time, a clock that never goes
+ * backwards, and pickling that re-bases a monotonic clock to the loading
+ * process (monotonic times of two processes or boots are not comparable:
+ * the time while saved does not count).
  */
 #include "timed.h"
 
@@ -73,28 +73,34 @@ int bkpy_seconds(PyObject *obj, const char *name, double *out) {
   return 0;
 }
 
-int bkpy_window_ticks(PyObject *obj, uint64_t *out) {
-  double window;
-  if (bkpy_seconds(obj, "window", &window) < 0) return -1;
-  double x = window * BKPY_TICKS_PER_S;
-  if (!(x > 0) || !(x <= (double)((uint64_t)1 << 40))) {
-    PyErr_SetString(PyExc_ValueError,
-                    "window must be a number of seconds in (0, 2**40 / 1000]");
+int bkpy_duration_ticks(PyObject *obj, const char *name, int zero_ok,
+                        uint64_t *out) {
+  double d;
+  if (bkpy_seconds(obj, name, &d) < 0) return -1;
+  double x = d * BKPY_TICKS_PER_S;
+  if (!(zero_ok ? x >= 0 : x > 0) || !(x <= (double)((uint64_t)1 << 40))) {
+    PyErr_Format(PyExc_ValueError,
+                 "%s must be a number of seconds in %s0, 2**40 / 1000]", name,
+                 zero_ok ? "[" : "(");
     return -1;
   }
   /* Rounded up to whole ticks, 1e-6 ms of float noise ignored. */
   double w = ceil(x - 1e-6);
-  *out = w < 1 ? 1 : (uint64_t)w;
+  *out = w < 1 ? (x > 0 ? 1 : 0) : (uint64_t)w;
   return 0;
 }
 
-/* Time t (seconds, the filter's time base) as a tick. */
+int bkpy_window_ticks(PyObject *obj, uint64_t *out) {
+  return bkpy_duration_ticks(obj, "window", 0, out);
+}
+
+/* Time t (seconds, the object's time base) as a tick. */
 static int tick_of(const bkpy_timed *t, double s, const char *name,
                    uint64_t *out) {
   double x = (s - t->origin) * BKPY_TICKS_PER_S;
   if (!(x > -0.5) || !(x < MAX_TICK)) {
     PyErr_Format(PyExc_ValueError,
-                 "%s must be at or after the filter's origin (%s) and below "
+                 "%s must be at or after the clock's origin (%s) and below "
                  "2**53 ms after it",
                  name, t->monotonic ? "time.monotonic() at creation" : "0");
     return -1;
@@ -136,7 +142,7 @@ int bkpy_tick_for(bkpy_timed *t, PyObject *now_obj, uint64_t *out) {
   double x = (m - t->origin) * BKPY_TICKS_PER_S;
   if (x >= MAX_TICK) {
     PyErr_SetString(PyExc_OverflowError,
-                    "time.monotonic() is 2**53 ms past the filter's origin");
+                    "time.monotonic() is 2**53 ms past the clock's origin");
     return -1;
   }
   /* Never before the clock: a re-based origin or a patched clock may put
@@ -158,7 +164,7 @@ int bkpy_advance_to(bkpy_timed *t, uint64_t tick, const char *method) {
   if (tick < t->last) {
     char msg[200];
     (void)snprintf(msg, sizeof msg,
-                   "%s.%s: now (%.3f s) is earlier than the filter's clock "
+                   "%s.%s: now (%.3f s) is earlier than the clock "
                    "(%.3f s), time cannot go backwards",
                    t->ops->name, method, bkpy_seconds_at(t, tick),
                    bkpy_seconds_at(t, t->last));

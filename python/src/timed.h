@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private declarations of the extension's sliding-window classes
- * (ForgetfulBloomFilter, AgePartitionedBloomFilter): time in seconds
- * (int or float) over a C clock of whole milliseconds, tick
- * round((t - origin) * 1000). A filter is on explicit time (origin 0, the
- * caller's now=; a call without now= runs at the filter's own clock) or on
- * time.monotonic() (origin: the monotonic time at creation or load; a call
- * without now= runs at time.monotonic(), never before the filter's clock).
+ * Private declarations of the extension's time model, shared by the
+ * sliding-window classes (ForgetfulBloomFilter, AgePartitionedBloomFilter)
+ * and IdempotentCounters: time in seconds (int or float) over a C clock of
+ * whole milliseconds, tick round((t - origin) * 1000). An object is on
+ * explicit time (origin 0, the caller's now=; a call without now= runs at
+ * the object's own clock) or on time.monotonic() (origin: the monotonic
+ * time at creation or load; a call without now= runs at time.monotonic(),
+ * never before the object's clock). The clock part (bkpy_timed and the
+ * functions up to bkpy_timed_get_monotonic) needs only ops->name and
+ * ops->advance; the keyed methods need the whole ops table.
  */
 #ifndef BKPY_TIMED_H
 #define BKPY_TIMED_H
@@ -16,7 +19,8 @@
 /* C ticks per second of Python time. */
 #define BKPY_TICKS_PER_S 1000.0
 
-/* A class's library calls, as the generic methods below use them. */
+/* A class's library calls, as the generic methods below use them (a class
+ * using only the clock gives name and advance, the rest NULL). */
 typedef struct bkpy_timed_ops {
   const char *name; /* for messages: "ForgetfulBloomFilter" */
   bk_status (*advance)(void *h, uint64_t tick);
@@ -28,8 +32,7 @@ typedef struct bkpy_timed_ops {
   bkpy_batch_fn add_many, add_if_absent_many, contains_many;
 } bkpy_timed_ops;
 
-/* A sliding-window object: the handle, its calls, the time mode and the
- * clock. */
+/* A timed object: the handle, its calls, the time mode and the clock. */
 typedef struct bkpy_timed {
   bkpy_object base;
   const bkpy_timed_ops *ops;
@@ -43,16 +46,20 @@ typedef struct bkpy_timed {
  * ValueError naming `name`. */
 int bkpy_seconds(PyObject *obj, const char *name, double *out);
 
-/* A window in seconds as whole ticks, rounded up (at least 1, at most
- * 2^40); -1 with an exception. */
+/* A duration in seconds named `name` as whole ticks, rounded up (at most
+ * 2^40; 0 only when zero_ok, else at least 1); -1 with an exception. */
+int bkpy_duration_ticks(PyObject *obj, const char *name, int zero_ok,
+                        uint64_t *out);
+
+/* bkpy_duration_ticks(obj, "window", 0, out). */
 int bkpy_window_ticks(PyObject *obj, uint64_t *out);
 
-/* The mode of a new filter (monotonic when now_obj is None) into *t, and
- * the tick of its creation. */
+/* The mode of a new object (monotonic when now_obj is NULL or None) into
+ * *t, and the tick of its creation. */
 int bkpy_timed_start(bkpy_timed *t, PyObject *now_obj, uint64_t *start);
 
-/* The tick a call runs at: now_obj's (a time of the filter's base), or
- * without it (NULL or None) the filter's clock (explicit) or
+/* The tick a call runs at: now_obj's (a time of the object's base), or
+ * without it (NULL or None) the object's clock (explicit) or
  * time.monotonic() (monotonic). */
 int bkpy_tick_for(bkpy_timed *t, PyObject *now_obj, uint64_t *out);
 
@@ -60,7 +67,7 @@ int bkpy_tick_for(bkpy_timed *t, PyObject *now_obj, uint64_t *out);
  * `method` when tick is before the clock. */
 int bkpy_advance_to(bkpy_timed *t, uint64_t tick, const char *method);
 
-/* A tick as seconds of the filter's time base. */
+/* A tick as seconds of the object's time base. */
 double bkpy_seconds_at(const bkpy_timed *t, uint64_t tick);
 
 /* After a load: the clock is the blob's tick `now`; monotonic re-bases the
@@ -71,9 +78,13 @@ int bkpy_timed_loaded(bkpy_timed *t, uint64_t now, int monotonic);
 PyObject *bkpy_timed_reduce(PyObject *self, PyObject *unused);
 
 /* Parse (data, monotonic=False) for a from_bytes class method, load with
- * the generic codec; -1 (and *out NULL) on error. */
+ * the generic codec; -1 (and *out NULL) on error. The caller then sets
+ * ops and calls bkpy_timed_loaded with the blob's clock. */
 int bkpy_timed_from_bytes(PyObject *cls, PyObject *args, PyObject *kw,
                           PyObject **out, int *monotonic);
+
+PyObject *bkpy_timed_get_now(PyObject *self, void *closure);
+PyObject *bkpy_timed_get_monotonic(PyObject *self, void *closure);
 
 /* The methods every sliding-window class shares (each class's method
  * table gives its own docstrings): add(key, *, now=None),
@@ -98,7 +109,5 @@ PyObject *bkpy_timed_add_if_absent_many(PyObject *self, PyObject *args,
                                         PyObject *kw);
 PyObject *bkpy_timed_contains_many(PyObject *self, PyObject *args,
                                    PyObject *kw);
-PyObject *bkpy_timed_get_now(PyObject *self, void *closure);
-PyObject *bkpy_timed_get_monotonic(PyObject *self, void *closure);
 
 #endif

@@ -2,9 +2,11 @@
 # IdempotentCounters: add's (value, applied) for new ops and retries under
 # every strategy, TooOldError for the window strategy, the mapping calls
 # ([key], get, del, in, len, iteration over (key, value) pairs), info,
-# the two clocks (time.monotonic() seconds by default, the caller's
-# integers with now=) and advance, copy, to_bytes / from_bytes / pickle
-# keeping the clock's kind, hostile bytes, and a hypothesis model (a dict
+# time as for ForgetfulBloomFilter (seconds, int or float, everywhere: on
+# time.monotonic() by default, now= read as a time.monotonic() value; the
+# caller's seconds with now= at creation; time going backwards refused) and
+# advance, copy, to_bytes / from_bytes(monotonic=) / pickle keeping the
+# time mode, hostile bytes, and a hypothesis model (a dict
 # of values and a set of applied op ids).
 import copy
 import pickle
@@ -172,19 +174,31 @@ def test_matches_a_model(seq_ops, strategy):
 def test_monotonic_clock_by_default():
     t = bloomkit.IdempotentCounters(0.05, strategy="fbf")
     info = t.info
-    assert info["clock"] == "monotonic"
-    assert isinstance(info["now"], float) and 0 <= info["now"] < 5
+    assert info["clock"] == "monotonic" and t.monotonic is True
+    # now is a time.monotonic() reading, as for ForgetfulBloomFilter.
+    assert isinstance(info["now"], float)
+    assert abs(info["now"] - time.monotonic()) < 5 and t.now == info["now"]
     assert info["window_min"] >= 0.05 and info["refresh_period"] <= 0.05
     assert t.add("k", client=1, seq=1) == (1, True)
     assert t.add("k", client=1, seq=1) == (1, False)  # a retry in time
     time.sleep(0.3)  # well past the window: the op id is forgotten
     assert t.add("k", client=1, seq=1) == (2, True)
-    assert t.info["now"] >= 0.3
+    assert t.info["now"] >= info["now"] + 0.3
     t.advance()  # to time.monotonic()
+    # now= is a time.monotonic() value: accepted at or after the clock.
+    m = time.monotonic() + 1
+    assert t.add("k", client=1, seq=2, now=m) == (3, True)
+    assert t.now == pytest.approx(m, abs=0.002)
+    assert t.add("k", client=1, seq=2, now=m + 0.01) == (3, False)
+    t.advance(m + 0.5)
+    assert t.now == pytest.approx(m + 0.5, abs=0.002)
+    with pytest.raises(bloomkit.InvalidArgumentError, match="backwards"):
+        t.add("k", client=1, seq=3, now=m)  # before the clock
+    with pytest.raises(bloomkit.InvalidArgumentError, match="backwards"):
+        t.advance(m)
     with pytest.raises(ValueError):
-        t.add("k", client=1, seq=2, now=5)
-    with pytest.raises(ValueError):
-        t.advance(5)
+        t.advance(5)  # before the table's origin (time.monotonic() at creation)
+    assert t["k"] == 3
     with pytest.raises(TypeError):
         bloomkit.IdempotentCounters("1s")
     with pytest.raises(ValueError):
@@ -196,33 +210,75 @@ def test_monotonic_clock_by_default():
 def test_explicit_clock_with_now():
     t = bloomkit.IdempotentCounters(10, strategy="hybrid", now=0)
     assert t.info["clock"] == "explicit" and t.info["now"] == 0
-    assert isinstance(t.info["now"], int)
+    assert isinstance(t.info["now"], float) and t.monotonic is False
     t.add("k", client=1, seq=1, now=3)
     t.add("k", client=1, seq=2)  # without now: the table's clock as is
-    assert t.info["now"] == 3
+    assert t.info["now"] == 3 and t.now == 3
+    t.advance()  # without now: the table's own clock, nothing moves
+    assert t.now == 3
+    with pytest.raises(bloomkit.InvalidArgumentError, match="backwards"):
+        t.add("k", client=1, seq=3, now=2.999)
+    assert t.info["applied"] == 2
     with pytest.raises(TypeError):
-        t.advance()  # an explicit table needs the time
-    with pytest.raises(TypeError):
-        bloomkit.IdempotentCounters(1.5, now=0)  # the caller's integers
+        t.advance("3")
+    with pytest.raises(ValueError):
+        t.advance(float("inf"))
+
+
+def test_explicit_time_is_float_seconds():
+    # Seconds, int or float, on a clock of whole milliseconds: the unit of
+    # ForgetfulBloomFilter, so one trace replays through both.
+    t = bloomkit.IdempotentCounters(0.5, strategy="fbf", now=0.25,
+                                    refresh_period=0.125, n_past=4)
+    f = bloomkit.ForgetfulBloomFilter(100, 0.01, 0.5, now=0.25)
+    info = t.info
+    assert info["now"] == 0.25 and info["refresh_period"] == 0.125
+    assert info["window_min"] >= 0.5
+    assert t.add("k", client=1, seq=1, now=0.3) == (1, True)
+    f.add("k", now=0.3)
+    assert t.now == f.now == 0.3
+    assert t.add("k", client=1, seq=1, now=0.7) == (1, False)  # in time
+    t.advance(10)  # far past the timeout: the op id is forgotten
+    assert t.add("k", client=1, seq=1) == (2, True)
+    assert t.now == 10.0
+    # Durations round up to whole milliseconds.
+    u = bloomkit.IdempotentCounters(0.0001, strategy="window", now=0)
+    assert u.info["window_min"] == 0.001
+    with pytest.raises(ValueError):
+        bloomkit.IdempotentCounters(2**41, now=0)  # past 2**40 ms
+    with pytest.raises(ValueError):
+        bloomkit.IdempotentCounters(10, refresh_period=-1, now=0)
 
 
 @pytest.mark.parametrize("now", [None, 100])
 def test_copies_keep_the_clock(now):
     t = bloomkit.IdempotentCounters(60, strategy="hybrid", now=now)
     t.add("a", client=1, seq=1, delta=4)
+    blob = t.to_bytes()
     for u in (pickle.loads(pickle.dumps(t)), t.copy(), copy.deepcopy(t),
-              bloomkit.IdempotentCounters.from_bytes(t.to_bytes(), now=now)):
+              bloomkit.IdempotentCounters.from_bytes(
+                  blob, monotonic=now is None)):
         assert u.info["clock"] == t.info["clock"]
+        assert u.monotonic is t.monotonic
         assert u.info["now"] >= t.info["now"]
         assert dict(u) == dict(t)
         assert u.add("a", client=1, seq=1).applied is False  # still known
         u.add("a", client=1, seq=2)
         assert t["a"] == 4  # independent
+    # from_bytes(data) loads on explicit time at the blob's clock (for a
+    # monotonic table: its seconds since creation), as the FBF's does.
+    u = bloomkit.IdempotentCounters.from_bytes(blob)
+    assert u.monotonic is False
     if now is not None:
+        assert u.now == t.now == now
         with pytest.raises(bloomkit.InvalidArgumentError):
-            bloomkit.IdempotentCounters.from_bytes(t.to_bytes(), now=now - 1)
-        u = bloomkit.IdempotentCounters.from_bytes(t.to_bytes(), now=now + 5)
+            u.advance(now - 1)
+        u.advance(now + 5)
         assert u.info["now"] == now + 5
+    else:
+        assert 0 <= u.now < 5
+    with pytest.raises(TypeError):
+        bloomkit.IdempotentCounters.from_bytes(blob, now=1)  # monotonic=
 
 
 def test_configuration_knobs_reach_the_library():
