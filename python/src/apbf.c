@@ -16,66 +16,9 @@
 
 #define APBF(o) ((bkpy_timed *)(o))
 
-/* ---- the library calls the shared methods (timed.c) make --------------- */
-
-static bk_status apbf_advance_fn(void *h, uint64_t tick) {
-  return bk_apbf_advance(h, tick);
-}
-
-static bk_status apbf_add_fn(void *h, const void *key, size_t len) {
-  return bk_apbf_add(h, key, len);
-}
-
-static bk_status apbf_add_if_absent_fn(void *h, const void *key, size_t len,
-                                       bool *added) {
-  return bk_apbf_add_if_absent(h, key, len, added);
-}
-
-static bk_status apbf_contains_fn(const void *h, const void *key, size_t len,
-                                  bool *out) {
-  return bk_apbf_contains(h, key, len, out);
-}
-
-static bk_status apbf_contains_at_fn(const void *h, const void *key, size_t len,
-                                     uint64_t tick, bool *out) {
-  return bk_apbf_contains_at(h, key, len, tick, out);
-}
-
-static bk_status add_many_fn(void *h, const void *const *keys,
-                             const size_t *lens, size_t m, bool *out,
-                             void *arg) {
-  (void)out;
-  (void)arg;
-  return bk_apbf_add_many(h, keys, lens, m);
-}
-
-static bk_status add_if_absent_many_fn(void *h, const void *const *keys,
-                                       const size_t *lens, size_t m, bool *out,
-                                       void *arg) {
-  (void)arg;
-  return bk_apbf_add_if_absent_many(h, keys, lens, m, out);
-}
-
-static bk_status contains_many_fn(void *h, const void *const *keys,
-                                  const size_t *lens, size_t m, bool *out,
-                                  void *arg) {
-  (void)arg;
-  return bk_apbf_contains_many(h, keys, lens, m, out);
-}
-
 /* The APBF's contract is the FBF's (apbf.h): every call beside every
  * other, batches with the GIL released; single_writer adds keep it. */
-static const bkpy_timed_ops apbf_ops = {
-    "AgePartitionedBloomFilter",
-    apbf_advance_fn,
-    apbf_add_fn,
-    apbf_add_if_absent_fn,
-    apbf_contains_fn,
-    apbf_contains_at_fn,
-    add_many_fn,
-    add_if_absent_many_fn,
-    contains_many_fn,
-};
+BKPY_DEFINE_TIMED_OPS(apbf_ops, "AgePartitionedBloomFilter", apbf);
 
 static PyObject *apbf_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"capacity", "fpp",           "window", "k", "l",

@@ -26,66 +26,9 @@ typedef bkpy_timed fbf_object;
 #define FBF(o) ((bkpy_timed *)(o))
 #define TICKS_PER_S BKPY_TICKS_PER_S
 
-/* ---- the library calls the shared methods (timed.c) make --------------- */
-
-static bk_status fbf_advance_fn(void *h, uint64_t tick) {
-  return bk_fbf_advance(h, tick);
-}
-
-static bk_status fbf_add_fn(void *h, const void *key, size_t len) {
-  return bk_fbf_add(h, key, len);
-}
-
-static bk_status fbf_add_if_absent_fn(void *h, const void *key, size_t len,
-                                      bool *added) {
-  return bk_fbf_add_if_absent(h, key, len, added);
-}
-
-static bk_status fbf_contains_fn(const void *h, const void *key, size_t len,
-                                 bool *out) {
-  return bk_fbf_contains(h, key, len, out);
-}
-
-static bk_status fbf_contains_at_fn(const void *h, const void *key, size_t len,
-                                    uint64_t tick, bool *out) {
-  return bk_fbf_contains_at(h, key, len, tick, out);
-}
-
-static bk_status add_many_fn(void *h, const void *const *keys,
-                             const size_t *lens, size_t m, bool *out,
-                             void *arg) {
-  (void)out;
-  (void)arg;
-  return bk_fbf_add_many(h, keys, lens, m);
-}
-
-static bk_status add_if_absent_many_fn(void *h, const void *const *keys,
-                                       const size_t *lens, size_t m, bool *out,
-                                       void *arg) {
-  (void)arg;
-  return bk_fbf_add_if_absent_many(h, keys, lens, m, out);
-}
-
-static bk_status contains_many_fn(void *h, const void *const *keys,
-                                  const size_t *lens, size_t m, bool *out,
-                                  void *arg) {
-  (void)arg;
-  return bk_fbf_contains_many(h, keys, lens, m, out);
-}
-
 /* Every FBF call may run beside the others (fbf.h): batches drop the
  * GIL. */
-static const bkpy_timed_ops fbf_ops = {
-    "ForgetfulBloomFilter",
-    fbf_advance_fn,
-    fbf_add_fn,
-    fbf_add_if_absent_fn,
-    fbf_contains_fn,
-    fbf_contains_at_fn,
-    add_many_fn,
-    add_if_absent_many_fn,
-    contains_many_fn,
-};
+BKPY_DEFINE_TIMED_OPS(fbf_ops, "ForgetfulBloomFilter", fbf);
 
 /* Redis module's ADAPTIVE: sized for 0.8 fpp so a filter at its nominal
  * load does not grow at the worst moment (docs/redis.md). */

@@ -32,6 +32,58 @@ typedef struct bkpy_timed_ops {
   bkpy_batch_fn add_many, add_if_absent_many, contains_many;
 } bkpy_timed_ops;
 
+/* The ops of a class whose library calls are bk_<T>_advance, _add,
+ * _add_if_absent, _contains, _contains_at, _add_many, _add_if_absent_many
+ * and _contains_many (fbf.h, apbf.h): defines the adapters
+ * <T>_timed_<call> and the table `var`. */
+#define BKPY_DEFINE_TIMED_OPS(var, pyname, T)                                  \
+  static bk_status T##_timed_advance(void *h, uint64_t tick) {                 \
+    return bk_##T##_advance(h, tick);                                          \
+  }                                                                            \
+  static bk_status T##_timed_add(void *h, const void *key, size_t len) {       \
+    return bk_##T##_add(h, key, len);                                          \
+  }                                                                            \
+  static bk_status T##_timed_add_if_absent(void *h, const void *key,           \
+                                           size_t len, bool *added) {          \
+    return bk_##T##_add_if_absent(h, key, len, added);                         \
+  }                                                                            \
+  static bk_status T##_timed_contains(const void *h, const void *key,          \
+                                      size_t len, bool *out) {                 \
+    return bk_##T##_contains(h, key, len, out);                                \
+  }                                                                            \
+  static bk_status T##_timed_contains_at(                                      \
+      const void *h, const void *key, size_t len, uint64_t tick, bool *out) {  \
+    return bk_##T##_contains_at(h, key, len, tick, out);                       \
+  }                                                                            \
+  static bk_status T##_timed_add_many(void *h, const void *const *keys,        \
+                                      const size_t *lens, size_t m, bool *out, \
+                                      void *arg) {                             \
+    (void)out;                                                                 \
+    (void)arg;                                                                 \
+    return bk_##T##_add_many(h, keys, lens, m);                                \
+  }                                                                            \
+  static bk_status T##_timed_add_if_absent_many(                               \
+      void *h, const void *const *keys, const size_t *lens, size_t m,          \
+      bool *out, void *arg) {                                                  \
+    (void)arg;                                                                 \
+    return bk_##T##_add_if_absent_many(h, keys, lens, m, out);                 \
+  }                                                                            \
+  static bk_status T##_timed_contains_many(void *h, const void *const *keys,   \
+                                           const size_t *lens, size_t m,       \
+                                           bool *out, void *arg) {             \
+    (void)arg;                                                                 \
+    return bk_##T##_contains_many(h, keys, lens, m, out);                      \
+  }                                                                            \
+  static const bkpy_timed_ops var = {pyname,                                   \
+                                     T##_timed_advance,                        \
+                                     T##_timed_add,                            \
+                                     T##_timed_add_if_absent,                  \
+                                     T##_timed_contains,                       \
+                                     T##_timed_contains_at,                    \
+                                     T##_timed_add_many,                       \
+                                     T##_timed_add_if_absent_many,             \
+                                     T##_timed_contains_many}
+
 /* A timed object: the handle, its calls, the time mode and the clock. */
 typedef struct bkpy_timed {
   bkpy_object base;
