@@ -102,3 +102,33 @@ def test_numpy_scalars_are_keys():
     b.add(np.uint64(5))
     b.add(np.float64(2.5))
     assert 5 in b and 2.5 in b
+
+
+def test_keys_hash_the_same_in_another_process():
+    # Python's hash() is salted per process (PYTHONHASHSEED); bloomkit's is
+    # not: a child with another salt builds byte-identical structures from
+    # the same keys, and answers for a pickle made here.
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    keys = ["alice", b"bob", 42, -7, 2.5, bytearray(b"\x00\x01")]
+    b = make()
+    b.update(keys)
+    kv = bloomkit.KeyValueBloomFilter(100)
+    kv["alice"] = b"1"
+    script = (
+        "import bloomkit, pickle, sys\n"
+        "b = bloomkit.BloomFilter(1000, 0.001)\n"
+        "b.update(['alice', b'bob', 42, -7, 2.5, bytearray(b'\\x00\\x01')])\n"
+        "kv = bloomkit.KeyValueBloomFilter(100); kv['alice'] = b'1'\n"
+        "got = pickle.loads(sys.stdin.buffer.read())\n"
+        "assert all(k in got for k in ['alice', b'bob', 42, -7, 2.5])\n"
+        "sys.stdout.buffer.write(b.to_bytes() + b'|' + kv.to_bytes())\n"
+    )
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    r = subprocess.run([sys.executable, "-c", script], env=env,
+                       input=pickle.dumps(b), capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout == b.to_bytes() + b"|" + kv.to_bytes()
