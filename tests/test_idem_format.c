@@ -22,6 +22,7 @@
 
 #include "bloomkit/idem.h"
 #include "core/internal.h"
+#include "fbf/idem_internal.h"
 
 #include "idem_helpers.h"
 
@@ -573,6 +574,113 @@ static void test_deserialize_crafted(void **state) {
   bk_idem_destroy(tn);
 }
 
+/* ---- HYBRID's lazy FBF ----------------------------------------------------
+ */
+
+/* Whether a HYBRID table of `ops` ops a period (timeout 30, fpp 0.001)
+ * leaves its FBF to first need. */
+static bool lazy_at(uint64_t ops) {
+  bk_idem_config c = {.retry_timeout = 30, .ops_per_period = ops};
+  bk_idem *t = idem_make(&c);
+  bool lazy = idem_info_of(t).filter_memory == 0;
+  bk_idem_destroy(t);
+  return lazy;
+}
+
+/* HYBRID leaves its FBF to first need only while it is small
+ * (BK__IDEM_LAZY_FBF_MAX); a bigger one is made at create, so a snapshot
+ * without an FBF blob (F == 0) and a big config is no state create can
+ * reach. The loader let one through: a resealed blob of a few hundred
+ * bytes with capacity 2^31 + 8 loaded, and its first op below a window
+ * made an FBF of gigabytes (format.md 3.3 rules 1 and 4; found by
+ * python/tests/test_hostile.py). */
+static void test_hybrid_lazy_fbf_bound(void **state) {
+  (void)state;
+  /* The default config (1.46 MB of FBF; the Redis module's, at fpp 1e-4,
+   * 1.95 MB) stays lazy, and so does its snapshot. */
+  bk_idem_config d = {.retry_timeout = 30};
+  bk_idem *t = idem_make(&d);
+  assert_int_equal(idem_info_of(t).filter_memory, 0);
+  for (uint64_t s = 0; s < 100; s++) ADD(t, "k", 1, s, 1, NULL);
+  assert_int_equal(idem_info_of(t).filter_memory, 0);
+  size_t len;
+  unsigned char *blob = idem_blob_of(t, &len);
+  assert_true(len < 1024);
+  assert_int_equal(bk__load_le64(blob + OFF_FSIZE), 0);
+  assert_int_equal(bk__load_le64(blob + OFF_LAZY_CAPACITY), 100000);
+  bk_test_codec_expect_edit(&bk_test_codec_idem, blob, len, OFF_LAZY_CAPACITY,
+                            8, ((uint64_t)1 << 31) + 8, BK_ECORRUPT,
+                            "F == 0, capacity 2^31 + 8");
+  /* Sized by m and k: 4 filters of 2^20 lanes (512 KiB) stay lazy, of
+   * 2^40 lanes would not. */
+  unsigned char *mk = malloc(len);
+  assert_non_null(mk);
+  memcpy(mk, blob, len);
+  bk__store_le64(mk + OFF_LAZY_CAPACITY, 0);
+  bk__store_le32(mk + OFF_LAZY_CAPACITY + 28, 3); /* k */
+  bk_test_codec_expect_edit(&bk_test_codec_idem, mk, len, OFF_LAZY_CAPACITY + 8,
+                            8, (uint64_t)1 << 20, BK_OK, "F == 0, m 2^20, k 3");
+  bk_test_codec_expect_edit(&bk_test_codec_idem, mk, len, OFF_LAZY_CAPACITY + 8,
+                            8, (uint64_t)1 << 40, BK_ECORRUPT,
+                            "F == 0, m 2^40, k 3");
+  free(mk);
+
+  /* The loader takes exactly what create leaves lazy: `lazy` is the most
+   * ops a period create leaves lazy (bisected; the FBF's size grows with
+   * the ops). */
+  uint64_t lazy = 100000, eager = (uint64_t)1 << 20;
+  assert_true(lazy_at(lazy) && !lazy_at(eager));
+  while (eager - lazy > 1) {
+    uint64_t mid = lazy + (eager - lazy) / 2;
+    *(lazy_at(mid) ? &lazy : &eager) = mid;
+  }
+  bk_test_codec_expect_edit(&bk_test_codec_idem, blob, len, OFF_LAZY_CAPACITY,
+                            8, eager, BK_ECORRUPT, "F == 0, the least eager");
+  unsigned char *edge = malloc(len);
+  assert_non_null(edge);
+  memcpy(edge, blob, len);
+  bk__store_le64(edge + OFF_LAZY_CAPACITY, lazy);
+  bk_test_reseal(edge, len);
+  bk_idem *r = NULL;
+  assert_bk_ok(bk_idem_deserialize(edge, len, NULL, &r));
+  /* The seqs sliding out of client 1's window, and an op below it, make
+   * an FBF within the bound (which counts the FBF's regions before their
+   * padding to a cache line). */
+  assert_int_equal(idem_info_of(r).filter_memory, 0);
+  assert_int_equal(ADD(r, "k", 1, 1000, 1, NULL), BK_IDEM_APPLIED);
+  assert_int_equal(ADD(r, "k", 1, 5, 1, NULL), BK_IDEM_DUPLICATE);
+  bk_idem_info in = idem_info_of(r);
+  assert_int_equal(in.below_window, 1);
+  assert_true(in.filter_memory > 0);
+  assert_true(in.filter_memory <= BK__IDEM_LAZY_FBF_MAX + 3 * BK_CACHE_LINE);
+  bk_idem_destroy(r);
+  free(edge);
+  free(blob);
+  bk_idem_destroy(t);
+
+  /* One op a period more: the FBF is made at create, and the blob carries
+   * it (F > 0, its bytes paid for by the blob's length); it round-trips. */
+  bk_idem_config big = {.retry_timeout = 30, .ops_per_period = eager};
+  t = idem_make(&big);
+  in = idem_info_of(t);
+  assert_true(in.filter_memory > BK__IDEM_LAZY_FBF_MAX);
+  assert_int_equal(in.n_filters, 4);
+  assert_int_equal(ADD(t, "k", 1, 5, 1, NULL), BK_IDEM_APPLIED);
+  assert_int_equal(ADD(t, "k", 1, 5, 1, NULL), BK_IDEM_DUPLICATE);
+  assert_int_equal(in.below_window, 0);
+  blob = idem_blob_of(t, &len);
+  assert_true(bk__load_le64(blob + OFF_FSIZE) > BK__IDEM_LAZY_FBF_MAX / 2);
+  assert_int_equal(bk__load_le64(blob + OFF_LAZY_CAPACITY), eager);
+  r = NULL;
+  assert_bk_ok(try_load(blob, len, &r));
+  assert_int_equal(idem_info_of(r).filter_memory, in.filter_memory);
+  bk_test_assert_serializes_to(&bk_test_codec_idem, r, blob, len);
+  assert_int_equal(ADD(r, "k", 1, 5, 1, NULL), BK_IDEM_DUPLICATE);
+  bk_idem_destroy(r);
+  free(blob);
+  bk_idem_destroy(t);
+}
+
 typedef struct oom_table {
   const model *m;
   const char *what;
@@ -761,6 +869,7 @@ int main(void) {
       cmocka_unit_test(test_deserialize_crafted),
       cmocka_unit_test(test_oom_deserialize),
       cmocka_unit_test(test_deserialize_strategy_filter_mismatch),
+      cmocka_unit_test(test_hybrid_lazy_fbf_bound),
       cmocka_unit_test(test_golden_v1),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -366,11 +366,6 @@ def test_resealed_random_parameters_are_refused_or_work(i, data):
     load_or_refuse(cls, reseal(blob[:24] + rest))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "C library: bk_idem's loader accepts any HYBRID FBF config (offsets "
-    "136-175) while no FBF blob is present (F == 0); the first op below a "
-    "client's window then creates the FBF at that size, so a 4 KB blob makes "
-    "a later add allocate gigabytes (format.md 3.3 rules 1 and 4)"))
 def test_hybrid_config_cannot_ask_for_gigabytes():
     cls, blob = BLOBS[IDS.index("IdempotentCounters-4")]
     assert struct.unpack_from("<Q", blob, 64)[0] == 0  # F: no FBF yet

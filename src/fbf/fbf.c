@@ -623,29 +623,53 @@ void bk__fbf_publish_and_sweep(bk_fbf *f, uint64_t next, uint64_t dropped) {
 /* ---- lifecycle ------------------------------------------------------------
  */
 
-bk_status bk__fbf_alloc(const bk__alloc *al, uint64_t m, unsigned k,
-                        unsigned width, bk_fbf **out) {
+/* The memory bk__fbf_alloc lays out for m lanes of `width` filters: the
+ * lane words, the sweep chunks' epochs and the key locks with their
+ * counts. The one place the FBF's size is computed, so a config's cost
+ * (bk__fbf_config_memory) is what an FBF made from it takes. */
+typedef struct fbf_geometry {
+  unsigned stride;    /* bits from one lane to the next */
+  uint64_t n_words;   /* lane words, +1: load_lane reads w + 1 */
+  uint64_t n_chunks;  /* sweep chunks of BK__FBF_CHUNK_LANES lanes */
+  size_t lock_stride; /* a lock's line, then its counts on whole lines */
+  uint64_t bytes;     /* the struct and the three regions, before each region's
+                         padding to a cache line (at most 63 bytes) */
+} fbf_geometry;
+
+static bk_status geometry_of(uint64_t m, unsigned k, unsigned width,
+                             fbf_geometry *g) {
   BK_RETURN_IF(m == 0 || m > BK_BITS_MAX || k == 0 || k > BK_K_MAX ||
                    width < 3 || width > BK_FBF_MAX_FILTERS,
                BK_EINVAL);
-  unsigned stride = width > 57 ? 64 : width;
-  uint64_t total_bits = m * stride; /* <= 2^46: no overflow */
+  g->stride = width > 57 ? 64 : width;
+  uint64_t total_bits = m * g->stride; /* <= 2^46: no overflow */
   BK_RETURN_IF(total_bits > ((uint64_t)1 << 43), BK_EINVAL); /* 1 TiB */
+  g->n_words = (total_bits + 63) / 64 + 1;
+  g->n_chunks = (m + BK__FBF_CHUNK_LANES - 1) / BK__FBF_CHUNK_LANES;
+  g->lock_stride = BK_CACHE_LINE + (width * 8u + BK_CACHE_LINE - 1) /
+                                       BK_CACHE_LINE * BK_CACHE_LINE;
+  g->bytes = sizeof(bk_fbf) + g->n_words * 8 + g->n_chunks * 8 +
+             (uint64_t)BK__FBF_LOCKS * g->lock_stride;
+  return BK_OK;
+}
+
+bk_status bk__fbf_alloc(const bk__alloc *al, uint64_t m, unsigned k,
+                        unsigned width, bk_fbf **out) {
+  fbf_geometry g;
+  BK_TRY(geometry_of(m, k, width, &g));
   bk_fbf *f = bk__calloc(al, 1, sizeof *f);
   BK_RETURN_IF(!f, BK_ENOMEM);
   f->alloc = *al;
   f->m = m;
   f->k = k;
   f->width = width;
-  f->stride = stride;
-  f->n_words = (total_bits + 63) / 64 + 1; /* +1: load_lane reads w + 1 */
-  f->n_chunks = (m + BK__FBF_CHUNK_LANES - 1) / BK__FBF_CHUNK_LANES;
+  f->stride = g.stride;
+  f->n_words = g.n_words;
+  f->n_chunks = g.n_chunks;
+  f->lock_stride = g.lock_stride;
   bk_status s = bk__region_alloc(al, (size_t)f->n_words * 8, &f->region);
   if (s == BK_OK)
     s = bk__region_alloc(al, (size_t)f->n_chunks * 8, &f->chunk_region);
-  /* a lock's line, then its counts on whole lines */
-  f->lock_stride = BK_CACHE_LINE + (width * 8u + BK_CACHE_LINE - 1) /
-                                       BK_CACHE_LINE * BK_CACHE_LINE;
   if (s == BK_OK)
     s = bk__region_alloc(al, BK__FBF_LOCKS * f->lock_stride, &f->locks);
   if (s == BK_OK && pthread_mutex_init(&f->mu, NULL) != 0) s = BK_ENOMEM;
@@ -743,9 +767,18 @@ static bk_status plan_of(const bk_fbf_config *cfg, fbf_plan *p) {
   return BK_OK;
 }
 
-bk_status bk__fbf_config_check(const bk_fbf_config *cfg) {
+bk_status bk__fbf_config_memory(const bk_fbf_config *cfg, uint64_t *bytes) {
   fbf_plan p;
-  return plan_of(cfg, &p);
+  BK_TRY(plan_of(cfg, &p));
+  fbf_geometry g;
+  BK_TRY(geometry_of(p.m, p.k, p.width, &g));
+  *bytes = g.bytes;
+  return BK_OK;
+}
+
+bk_status bk__fbf_config_check(const bk_fbf_config *cfg) {
+  uint64_t bytes;
+  return bk__fbf_config_memory(cfg, &bytes);
 }
 
 bool bk__fbf_made_from(const bk_fbf *f, const bk_fbf_config *cfg) {

@@ -219,13 +219,19 @@ double bk__fbf_estimate(const bk_fbf *f, uint64_t st, bk_fbf_check check,
 uint64_t bk__fbf_adapt_ticks(bk_fbf *f, uint64_t first, uint64_t limit,
                              bool stop_at_refresh);
 
-/* Allocate an FBF with the given geometry (zeroed state). */
 /* Every check bk_fbf_create makes of `cfg`, without allocating: BK_OK
  * exactly when create would fail only for memory. */
 bk_status bk__fbf_config_check(const bk_fbf_config *cfg);
+/* The same checks, and the bytes an FBF made from `cfg` takes (its struct,
+ * lanes, sweep epochs and key locks: what bk_fbf_info's `memory` reports,
+ * but for each region's padding to a cache line), without allocating.
+ * Errors: BK_EINVAL (as bk_fbf_create). */
+bk_status bk__fbf_config_memory(const bk_fbf_config *cfg, uint64_t *bytes);
 /* Whether a fixed (not adaptive) FBF has the shape bk_fbf_create gives
  * `cfg`: m, k, lane width, minimum window and seed. */
 bool bk__fbf_made_from(const bk_fbf *f, const bk_fbf_config *cfg);
+/* Allocate an FBF with the given geometry (zeroed state). Errors:
+ * BK_EINVAL, BK_ENOMEM. */
 bk_status bk__fbf_alloc(const bk__alloc *al, uint64_t m, unsigned k,
                         unsigned width, bk_fbf **out);
 

@@ -126,6 +126,12 @@ bk_status bk__idem_init_windows(bk_idem *t, unsigned window,
   return BK_OK;
 }
 
+bool bk__idem_fbf_lazy_ok(const bk_fbf_config *c) {
+  uint64_t bytes;
+  return bk__fbf_config_memory(c, &bytes) == BK_OK &&
+         bytes <= BK__IDEM_LAZY_FBF_MAX;
+}
+
 bk_status bk__idem_need_fbf(bk_idem *t, bk_fbf **out) {
   bk_fbf *f = bk__idem_fbf(t);
   if (f || !t->lazy_fbf) {
@@ -218,11 +224,15 @@ bk_status bk_idem_create(bk_idem **out, const bk_idem_config *cfg) {
       fc.adapt_interval = cfg->adapt_interval ? cfg->adapt_interval : period;
       fc.min_period = fc.period_step < period ? fc.period_step : period;
     }
-    /* HYBRID makes its FBF on first need: the config is checked now, so
-     * that first need can fail only for memory. */
+    /* HYBRID makes a small FBF on first need (the config is checked now,
+     * so that first need can fail only for memory), a big one now: an FBF
+     * not made yet is never a big one (BK__IDEM_LAZY_FBF_MAX). */
     if (cfg->strategy == BK_IDEM_HYBRID) {
       s = bk__fbf_config_check(&fc);
       if (s == BK_OK) s = bk__idem_init_windows(t, cfg->window, &fc);
+      bk_fbf *f;
+      if (s == BK_OK && !bk__idem_fbf_lazy_ok(&fc))
+        s = bk__idem_need_fbf(t, &f);
     } else {
       s = bk_fbf_create(&t->fbf, &fc);
     }

@@ -87,11 +87,24 @@ struct bk_idem {
   bk__idem_windows win;
   /* HYBRID: the FBF behind the windows, made from fbf_cfg (allocator
    * included) under fbf_mu the first time an op needs it, so a table whose
-   * clients stay inside their windows never pays for a filter. */
+   * clients stay inside their windows never pays for a filter; or at
+   * create, when it is bigger than BK__IDEM_LAZY_FBF_MAX. */
   bool lazy_fbf;
   bk_fbf_config fbf_cfg;
   pthread_mutex_t fbf_mu;
 };
+
+/* HYBRID makes its FBF on first need only while an FBF of its config takes
+ * at most this many bytes (bk__fbf_config_memory); a bigger one is made at
+ * create. The default config (100 000 ops a period at fpp 0.001, N = 2)
+ * takes 1.46 MB and stays lazy, as does any up to 289 175 ops a period
+ * (the Redis module's default, at fpp 1e-4: 1.95 MB, lazy up to 216 850
+ * ops a period). So an FBF not made yet is always a small one: a snapshot
+ * without an FBF blob (F == 0) and a bigger config is no state create can
+ * reach, and the loader refuses it, where it would have let a blob of a few
+ * hundred bytes make a later add allocate gigabytes (format.md 3.3 rules 1
+ * and 4). A bigger FBF is in the blob, paid for by the blob's length. */
+#define BK__IDEM_LAZY_FBF_MAX ((uint64_t)4 << 20)
 
 /* The table's FBF, or NULL (none, or HYBRID's not made yet). */
 static inline bk_fbf *bk__idem_fbf(const bk_idem *t) {
@@ -103,6 +116,10 @@ static inline bk_fbf *bk__idem_fbf(const bk_idem *t) {
  * BK_ENOMEM. */
 bk_status bk__idem_init_windows(bk_idem *t, unsigned window,
                                 const bk_fbf_config *fbf_cfg);
+/* idem.c. Whether HYBRID may leave the FBF of config `c` (checked by
+ * bk__fbf_config_check) to its first need: an FBF of `c` takes at most
+ * BK__IDEM_LAZY_FBF_MAX bytes. */
+bool bk__idem_fbf_lazy_ok(const bk_fbf_config *c);
 /* idem.c. HYBRID's FBF, made now if it was not yet. Errors: BK_ENOMEM. */
 bk_status bk__idem_need_fbf(bk_idem *t, bk_fbf **out);
 

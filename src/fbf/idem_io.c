@@ -356,9 +356,11 @@ bk_status bk_idem_deserialize(const void *buf, size_t len,
   bk_fbf_config lazy = {0};
   if (s == BK_OK && strategy == BK_IDEM_HYBRID) {
     s = lazy_config(p, t, allocator, &lazy);
-    /* An FBF HYBRID made is the one its config makes. */
+    /* An FBF HYBRID made is the one its config makes; one not made yet is
+     * a small one (a bigger one is made at create, and is in the blob). */
     if (s == BK_OK && t->fbf && !bk__fbf_made_from(t->fbf, &lazy))
       s = BK_ECORRUPT;
+    if (s == BK_OK && !t->fbf && !bk__idem_fbf_lazy_ok(&lazy)) s = BK_ECORRUPT;
   }
   if (s == BK_OK) s = bk__idem_init_windows(t, window, &lazy);
   if (s == BK_OK && t->windowed) t->win.start = start; /* the same tick grid */

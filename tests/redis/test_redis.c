@@ -722,18 +722,11 @@ static void single_commands(redisContext *c) {
   rh_expect_error(c, "out of memory",
                   "IDEM.RESERVE t9 RETRY_TIMEOUT 10 CAPACITY 20000000 "
                   "STRATEGY fbf");
-  /* HYBRID makes its FBF on first need: refused then, the op with it
-   * (nothing applied), while the windows go on deciding. */
-  freeReplyObject(rh_cmd(c,
-                         "IDEM.RESERVE t9 RETRY_TIMEOUT 10000 CAPACITY "
-                         "20000000 AT 0"));
-  RH_CHECK(incr_at(c, "t9", 1, 1000, 1) == 1, "HYBRID without its FBF");
-  rh_expect_error(c, "out of memory", "IDEM.INCRBYAT t9 ctr 1 1 1 2");
-  RH_CHECK(rh_int(c, "IDEM.GET t9 ctr") == 1 &&
-               info_field(c, "IDEM.INFO", "t9", "filter_memory") == 0,
-           "a refused FBF changed the table");
-  RH_CHECK(incr_at(c, "t9", 1, 1001, 3) == 1, "HYBRID after a refused FBF");
-  freeReplyObject(rh_cmd(c, "DEL t9"));
+  /* HYBRID makes an FBF over 4 MiB at once (a smaller one on first need:
+   * single_first_need_refused): refused like the fixed FBF's. */
+  rh_expect_error(c, "out of memory",
+                  "IDEM.RESERVE t9 RETRY_TIMEOUT 10000 CAPACITY 20000000 AT 0");
+  RH_CHECK(rh_int(c, "EXISTS t9") == 0, "a refused RESERVE made t9");
 
   /* Commands leak nothing: 3 x 4000 reads and writes of existing ids and
    * keys leave used_memory where it was, within 64 KiB of allocator noise
@@ -1194,6 +1187,24 @@ static void single_old_rdb(rh_node *k) {
   printf("an RDB file of the module before client windows loads\n");
 }
 
+/* HYBRID makes its FBF (at most 4 MiB) on first need: on a node whose
+ * max_alloc_mb (1) is below the default's 1.95 MB it is refused then, the
+ * op with it (nothing applied), while the windows go on deciding. */
+static void single_first_need_refused(rh_node *k) {
+  rh_kill(k, SIGKILL);
+  rh_set_module_args("max_alloc_mb 1");
+  rh_restart(k);
+  redisContext *c = rh_connect(k->port, 5000);
+  freeReplyObject(rh_cmd(c, "IDEM.RESERVE t9 RETRY_TIMEOUT 10000 AT 0"));
+  RH_CHECK(incr_at(c, "t9", 1, 1000, 1) == 1, "HYBRID without its FBF");
+  rh_expect_error(c, "out of memory", "IDEM.INCRBYAT t9 ctr 1 1 1 2");
+  RH_CHECK(rh_int(c, "IDEM.GET t9 ctr") == 1 &&
+               info_field(c, "IDEM.INFO", "t9", "filter_memory") == 0,
+           "a refused FBF changed the table");
+  RH_CHECK(incr_at(c, "t9", 1, 1001, 3) == 1, "HYBRID after a refused FBF");
+  redisFree(c);
+}
+
 static int scenario_single(void) {
   const char *plain[] = {NULL};
   rh_node *n = rh_start(plain);
@@ -1293,6 +1304,7 @@ static int scenario_single(void) {
       small, big);
   redisFree(c);
   single_old_rdb(k);
+  single_first_need_refused(k);
   printf(
       "module arguments: bad ones refused with a log line, good ones used\n");
   printf("single node: ok\n");
