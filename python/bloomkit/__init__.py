@@ -43,6 +43,10 @@ from ._bloomkit import (  # noqa: F401
     library_version,
 )
 
+# The package is the library it wraps: one version (the C library's,
+# bk_version_string()).
+__version__ = library_version
+
 __all__ = [
     "AddResult",
     "AgePartitionedBloomFilter",

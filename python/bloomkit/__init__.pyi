@@ -16,6 +16,7 @@ _Key = bytes | bytearray | memoryview | Buffer | str | int | float
 _Keys = Iterable[_Key] | Buffer
 
 library_version: str
+__version__: str
 __all__ = [
     "AddResult",
     "AgePartitionedBloomFilter",

@@ -132,3 +132,8 @@ def test_keys_hash_the_same_in_another_process():
                        input=pickle.dumps(b), capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr.decode()
     assert r.stdout == b.to_bytes() + b"|" + kv.to_bytes()
+
+
+def test_version_is_the_librarys():
+    assert bloomkit.__version__ == bloomkit.library_version
+    assert bloomkit.__version__.count(".") >= 2
