@@ -25,9 +25,12 @@
 #include "core/hash_fast.h"
 #include "kbf/kbf_internal.h"
 
-#define SKBF_SEED_DOMAIN                              \
-  0x6B6266u /* "kbf": the s-kBF's seed is seed ^ this \
-             */
+/* "kbf": the s-kBF's seed is seed ^ this. A load re-derives it, so it is
+ * format; the s-kBF and the main cells share no array (neither reads a
+ * position of the other) and encodings come from value order, so
+ * the related seeds correlate nothing (docs/design/kbf.md, "Derived
+ * seeds"). */
+#define SKBF_SEED_DOMAIN 0x6B6266u
 
 /* ---- cells -------------------------------------------------------------- */
 

@@ -63,6 +63,9 @@ bk_status bk__dkbf_store_create(bk__dkbf_store **out,
   for (uint32_t i = 0; i < d->n_slabs && st == BK_OK; i++) {
     bk__dkbf_table t = {i, d->n_servers, d->pairs, d->location};
     st = bk__dkbf_place(&t, &d->location[i]);
+    /* seed + i: related to the routing seed through XXH3's linear seed
+     * mixing, but never equal to it, and measured to change no rate
+     * (docs/design/kbf.md, "Derived seeds"; test_dkbf.c). */
     bk_kbf_config kc = {.capacity = cfg->slab_capacity,
                         .fpp = cfg->fpp > 0 ? cfg->fpp : 0.001,
                         .max_values = cfg->max_values,
