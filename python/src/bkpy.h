@@ -101,8 +101,14 @@ int bkpy_bools_new(const bkpy_batch *b, bkpy_bools *r);
 PyObject *bkpy_bools_finish(bkpy_bools *r); /* new reference; frees r */
 void bkpy_bools_discard(bkpy_bools *r);
 
+/* release_gil of bkpy_batch_call: release it unless self is in
+ * single-writer mode (read after the keys are got: their iterator may
+ * switch the mode), for adds, whose one writer the GIL then keeps alone. */
+#define BKPY_RELEASE_UNLESS_SINGLE_WRITER 2
+
 /* The common shape of a batch method: keys -> answers (out != NULL) or
- * None (want_out == 0), with the library call fn. */
+ * None (want_out == 0), with the library call fn; ValueError when self's
+ * handle is NULL (a closed object). */
 PyObject *bkpy_batch_call(PyObject *self, PyObject *keys, bkpy_batch_fn fn,
                           void *arg, int want_out, int release_gil,
                           const char *what);

@@ -265,17 +265,15 @@ static bk_status add_if_absent_many_fn(void *h, const void *const *keys,
 
 /* A single-writer filter keeps the GIL through a batch of adds: the GIL
  * is then what keeps a second writer out. */
-static int adds_release_gil(PyObject *o) {
-  return !((bkpy_object *)o)->single_writer;
-}
+#define ADDS_RELEASE_GIL BKPY_RELEASE_UNLESS_SINGLE_WRITER
 
 static PyObject *bloom_add_many(PyObject *o, PyObject *keys) {
-  return bkpy_batch_call(o, keys, add_many_fn, NULL, 0, adds_release_gil(o),
+  return bkpy_batch_call(o, keys, add_many_fn, NULL, 0, ADDS_RELEASE_GIL,
                          "BloomFilter.add_many");
 }
 
 static PyObject *bloom_update(PyObject *o, PyObject *keys) {
-  return bkpy_batch_call(o, keys, add_many_fn, NULL, 0, adds_release_gil(o),
+  return bkpy_batch_call(o, keys, add_many_fn, NULL, 0, ADDS_RELEASE_GIL,
                          "BloomFilter.update");
 }
 
@@ -286,7 +284,7 @@ static PyObject *bloom_contains_many(PyObject *o, PyObject *keys) {
 
 static PyObject *bloom_add_if_absent_many(PyObject *o, PyObject *keys) {
   return bkpy_batch_call(o, keys, add_if_absent_many_fn, NULL, 1,
-                         adds_release_gil(o), "BloomFilter.add_if_absent_many");
+                         ADDS_RELEASE_GIL, "BloomFilter.add_if_absent_many");
 }
 
 static PyObject *bloom_copy(PyObject *o, PyObject *unused) {

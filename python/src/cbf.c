@@ -226,12 +226,14 @@ static int writes_release_gil(PyObject *o) {
 }
 
 static PyObject *cbf_add_many(PyObject *o, PyObject *keys) {
-  return bkpy_batch_call(o, keys, add_many_fn, NULL, 0, writes_release_gil(o),
+  return bkpy_batch_call(o, keys, add_many_fn, NULL, 0,
+                         BKPY_RELEASE_UNLESS_SINGLE_WRITER,
                          "CountingBloomFilter.add_many");
 }
 
 static PyObject *cbf_update(PyObject *o, PyObject *keys) {
-  return bkpy_batch_call(o, keys, add_many_fn, NULL, 0, writes_release_gil(o),
+  return bkpy_batch_call(o, keys, add_many_fn, NULL, 0,
+                         BKPY_RELEASE_UNLESS_SINGLE_WRITER,
                          "CountingBloomFilter.update");
 }
 
@@ -512,11 +514,16 @@ static PyObject *scbf_update_op(PyObject *o, PyObject *args, int remove) {
   PyObject *id_obj;
   if (!PyArg_ParseTuple(args, remove ? "OO:remove" : "OO:add", &key, &id_obj))
     return NULL;
-  bk_scbf *h = scbf_of(o);
   uint64_t id;
-  if (h == NULL || bkpy_u64(id_obj, "id", &id) < 0) return NULL;
+  if (scbf_of(o) == NULL || bkpy_u64(id_obj, "id", &id) < 0) return NULL;
   bkpy_key k;
   if (bkpy_key_get(key, &k) < 0) return NULL;
+  /* Read after the key: its export may run Python code that closes o. */
+  bk_scbf *h = scbf_of(o);
+  if (h == NULL) {
+    bkpy_key_release(&k);
+    return NULL;
+  }
   bk_status s = remove ? bk_scbf_remove(h, k.ptr, k.len, id)
                        : bk_scbf_add(h, k.ptr, k.len, id);
   bkpy_key_release(&k);
@@ -538,10 +545,14 @@ static PyObject *scbf_remove(PyObject *o, PyObject *args) {
 }
 
 static int scbf_contains(PyObject *o, PyObject *key) {
-  bk_scbf *h = scbf_of(o);
-  if (h == NULL) return -1;
+  if (scbf_of(o) == NULL) return -1;
   bkpy_key k;
   if (bkpy_key_get(key, &k) < 0) return -1;
+  bk_scbf *h = scbf_of(o); /* after the key, as scbf_update_op */
+  if (h == NULL) {
+    bkpy_key_release(&k);
+    return -1;
+  }
   bool in = false;
   bk_status s = bk_scbf_contains(h, k.ptr, k.len, &in);
   bkpy_key_release(&k);

@@ -171,9 +171,13 @@ static int kbf_store(PyObject *o, PyObject *key, PyObject *value,
 
 static int kbf_setitem(PyObject *o, PyObject *key, PyObject *value) {
   if (value != NULL) return kbf_store(o, key, value, 0);
-  if (bkpy_exclusive(o, "KeyValueBloomFilter.__delitem__") < 0) return -1;
   bkpy_key k;
   if (bkpy_key_get(key, &k) < 0) return -1;
+  /* After the key (its export may run Python code, another thread's). */
+  if (bkpy_exclusive(o, "KeyValueBloomFilter.__delitem__") < 0) {
+    bkpy_key_release(&k);
+    return -1;
+  }
   bk_status s = bk_kbf_delete(((bkpy_object *)o)->h, k.ptr, k.len);
   bkpy_key_release(&k);
   if (s == BK_ENOTFOUND) {
@@ -300,8 +304,13 @@ static PyObject *kbf_get_many(PyObject *o, PyObject *args, PyObject *kw) {
     PyErr_NoMemory();
   } else {
     bk_status s = bkpy_batch_run(o, &b, query_many_fn, NULL, &a, b.n >= 256);
+    /* The answers are value indexes until the values are read: mutations
+     * (a finalizer the list's allocation runs, another thread it lets
+     * in) stay out until then. */
+    ((bkpy_object *)o)->busy++;
     out = s != BK_OK ? bkpy_raise(s, "KeyValueBloomFilter.get_many")
                      : answers_list(o, &b, &a, dflt, undec);
+    ((bkpy_object *)o)->busy--;
   }
   PyMem_Free(a.res);
   PyMem_Free(a.idx);

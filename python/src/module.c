@@ -344,6 +344,18 @@ PyObject *bkpy_batch_call(PyObject *self, PyObject *keys, bkpy_batch_fn fn,
     bkpy_batch_release(&b);
     return NULL;
   }
+  /* Getting the keys and the answers' array ran Python code (an iterator,
+   * an import) that may have closed self or switched it to single-writer
+   * mode: both are read now, after it. */
+  bkpy_object *o = (bkpy_object *)self;
+  if (o->h == NULL) {
+    if (want_out) bkpy_bools_discard(&r);
+    bkpy_batch_release(&b);
+    PyErr_Format(PyExc_ValueError, "%s: operation on a closed object", what);
+    return NULL;
+  }
+  if (release_gil == BKPY_RELEASE_UNLESS_SINGLE_WRITER)
+    release_gil = !o->single_writer;
   /* Below a few hundred keys, dropping and taking the GIL costs more
    * than it lets other threads do. */
   bk_status s = bkpy_batch_run(self, &b, fn, want_out ? r.buf : NULL, arg,
@@ -472,8 +484,10 @@ PyObject *bkpy_from_bytes(PyObject *cls, PyObject *data) {
   if (PyObject_GetBuffer(data, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
   void *h = NULL;
   bk_status s;
-  /* The export keeps a bytearray from resizing while the GIL is out. */
-  if ((size_t)view.len >= BKPY_BIG_BLOB) {
+  /* Only a bytes object's content cannot change while the GIL is out:
+   * another thread could write into a bytearray (or any other exporter)
+   * between the loader's checks and its use of what it checked. */
+  if ((size_t)view.len >= BKPY_BIG_BLOB && PyBytes_Check(data)) {
     PyThreadState *ts = PyEval_SaveThread();
     s = c->read(view.buf, (size_t)view.len, &h);
     PyEval_RestoreThread(ts);

@@ -402,7 +402,7 @@ static PyObject *batch(PyObject *o, PyObject *args, PyObject *kw,
    * then what keeps a second writer out. */
   return bkpy_batch_call(
       o, keys, op == B_ADD ? t->ops->add_many : t->ops->add_if_absent_many,
-      NULL, op != B_ADD, !t->base.single_writer, what);
+      NULL, op != B_ADD, BKPY_RELEASE_UNLESS_SINGLE_WRITER, what);
 }
 
 PyObject *bkpy_timed_add_many(PyObject *o, PyObject *args, PyObject *kw) {

@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: MIT
+# Crash-and-correctness review of the extension: a fuzz that calls random
+# methods of random classes with random arguments (only "no crash, and
+# what is raised is an Exception"), and one test per bug the review found
+# (each failed before its fix): a batch whose key iterator calls back into
+# the object it runs on, from_bytes of a mutable buffer, a key whose
+# buffer export runs Python code (3.12+).
+import gc
+import sys
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bloomkit
+
+
+def make_objects():
+    """One small object of each class (explicit time where there is one)."""
+    return [
+        bloomkit.BloomFilter(100),
+        bloomkit.BloomFilter(100, single_writer=True),
+        bloomkit.CountingBloomFilter(100, 0.01),
+        bloomkit.CountingBloomFilter(100, 0.01, single_writer=True),
+        bloomkit.ScalableCountingFilter(capacity=50),
+        bloomkit.KeyValueBloomFilter(100),
+        bloomkit.ForgetfulBloomFilter(100, 0.01, 10, now=0),
+        bloomkit.AgePartitionedBloomFilter(100, 0.01, window=10, now=0),
+        bloomkit.IdempotentCounters(5, now=0),
+        bloomkit.BloomClock(64, 3),
+        bloomkit.VectorClock(4, 1),
+    ]
+
+
+def _numpy_values():
+    try:
+        import numpy as np
+    except ImportError:
+        return st.nothing()
+    return st.sampled_from(
+        [
+            np.arange(5, dtype=np.uint64),
+            np.arange(300, dtype=np.int64),
+            np.zeros(0, dtype=np.float64),
+            np.arange(6, dtype=np.uint64)[::2],
+            np.arange(4, dtype=np.uint32),
+            np.zeros((2, 2), dtype=np.uint64),
+            np.arange(3, dtype=">u8"),
+            np.array([True, False]),
+        ]
+    )
+
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([2**64, 2**64 - 1, -(2**63) - 1, 10**400, -1, 0]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+    st.binary(max_size=40),
+    st.builds(bytearray, st.binary(max_size=8)),
+    st.builds(memoryview, st.binary(max_size=8)),
+    st.sampled_from(["\ud800", object(), 1j, (), {}, set()]),
+    _numpy_values(),
+)
+_values = st.one_of(
+    _scalars,
+    st.lists(_scalars, max_size=5),
+    st.lists(st.integers(0, 2**64 - 1), min_size=256, max_size=300),
+)
+
+
+def _methods(obj):
+    names = [n for n in dir(obj) if not n.startswith("__")]
+    names += ["__contains__", "__len__", "__getitem__", "__setitem__"]
+    names += ["__delitem__", "__or__", "__ior__", "__and__", "__iand__"]
+    names += ["__eq__", "__reduce__", "__copy__", "__deepcopy__"]
+    return sorted(n for n in set(names) if hasattr(type(obj), n))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.data(),
+    st.lists(st.tuples(st.integers(0, 10), st.integers(0, 10**6)), max_size=12),
+)
+def test_fuzz_random_calls(data, calls):
+    objs = make_objects()
+    for which, _ in calls:
+        obj = objs[which]
+        name = data.draw(st.sampled_from(_methods(obj)))
+        try:
+            attr = getattr(obj, name)
+        except Exception:  # a closed filter's properties
+            continue
+        if not callable(attr):
+            continue
+        args = data.draw(st.lists(st.one_of(_values, st.sampled_from(objs)),
+                                  max_size=3))
+        kw = data.draw(st.dictionaries(
+            st.sampled_from(["now", "default", "keys", "id", "monotonic"]),
+            _values, max_size=1))
+        try:
+            attr(*args, **kw)
+        except Exception:
+            pass
+    for obj in objs:  # each still works afterwards
+        try:
+            obj.to_bytes()
+        except (bloomkit.Error, ValueError):  # a closed filter
+            pass
+
+
+def test_scbf_contains_many_closed_by_its_keys():
+    """A key iterator that closes the filter: ValueError, not a call on a
+    freed or NULL handle."""
+    f = bloomkit.ScalableCountingFilter(capacity=50)
+    f.add(b"a", 1)
+
+    def keys():
+        yield b"a"
+        f.close()
+        yield b"b"
+
+    with pytest.raises(ValueError, match="closed"):
+        f.contains_many(keys())
+    assert f.closed
+
+
+def test_batch_single_writer_switched_by_its_keys():
+    """A key iterator that turns single_writer on: the batch of adds must
+    then keep the GIL (the GIL is what keeps the one writer alone), so a
+    thread that tries to switch the mode back meanwhile is never told a
+    batch runs without the GIL."""
+    f = bloomkit.BloomFilter(10**5)
+    seen = []
+    stop = threading.Event()
+
+    def other():
+        while not stop.is_set():
+            try:
+                f.single_writer = True
+            except RuntimeError as e:  # a GIL-released batch is running
+                seen.append(e)
+
+    def keys():
+        f.single_writer = True
+        yield from range(200000)
+
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        for _ in range(3):
+            f.single_writer = False
+            f.add_many(keys())
+    finally:
+        stop.set()
+        t.join()
+    assert f.single_writer
+    assert not seen
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="__buffer__ is 3.12+")
+def test_key_buffer_closing_scbf():
+    """A key whose __buffer__ closes the filter: no use of the freed
+    handle."""
+    f = bloomkit.ScalableCountingFilter(capacity=50)
+
+    class Key:
+        def __buffer__(self, flags):
+            f.close()
+            return memoryview(b"key")
+
+    with pytest.raises(ValueError, match="closed"):
+        f.add(Key(), 1)
+    with pytest.raises(ValueError, match="closed"):
+        f.remove(Key(), 1)
+
+
+def test_from_bytes_keeps_the_gil_over_a_mutable_buffer():
+    """A big blob loads with the GIL released only from bytes: another
+    thread could write into a bytearray between the loader's checks and
+    its use of the bytes it checked. With a long switch interval the other
+    thread runs only when this one releases the GIL."""
+    blob = bytearray(bloomkit.BloomFilter(2 * 10**6).to_bytes())
+    assert len(blob) >= 1 << 20
+    count = [0]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            count[0] += 1
+            time.sleep(0)  # releases the GIL, then waits for it
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(100)
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        ran = []
+        for _ in range(10):
+            c0 = count[0]
+            bloomkit.BloomFilter.from_bytes(blob)
+            ran.append(count[0] - c0)
+    finally:
+        stop.set()
+        t.join()
+        sys.setswitchinterval(old)
+    assert ran == [0] * 10
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="__buffer__ is 3.12+")
+def test_key_buffer_closing_scbf_contains():
+    f = bloomkit.ScalableCountingFilter(capacity=50)
+
+    class Key:
+        def __buffer__(self, flags):
+            f.close()
+            return memoryview(b"key")
+
+    with pytest.raises(ValueError, match="closed"):
+        Key() in f
