@@ -282,7 +282,10 @@ int bkpy_bools_new(const bkpy_batch *b, bkpy_bools *r) {
   if (b->is_array) {
     PyObject *np = PyImport_ImportModule("numpy");
     if (np == NULL) {
-      PyErr_Clear(); /* numpy is optional: answer with a list */
+      /* numpy is optional: answer with a list when it is missing (any
+       * other error of its import is raised). */
+      if (!PyErr_ExceptionMatches(PyExc_ImportError)) return -1;
+      PyErr_Clear();
     } else {
       r->array =
           PyObject_CallMethod(np, "zeros", "ns", (Py_ssize_t)b->n, "bool");

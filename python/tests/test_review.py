@@ -259,3 +259,33 @@ def test_idem_items_finalizer_calling_add_does_not_deadlock():
     except subprocess.TimeoutExpired:
         pytest.fail("IdempotentCounters.items() deadlocked")
     assert r.returncode == 0, r.stderr.decode()
+
+
+def test_batch_answers_numpy_import_error_other_than_import_error_raises():
+    """The answers of an array batch are a numpy array when numpy imports
+    and a list when it is missing (ImportError); any other error of the
+    import (here MemoryError from an import hook) is raised, not lost."""
+    import array
+
+    f = bloomkit.BloomFilter(100)
+    keys = array.array("Q", [1, 2])
+    f.add(1)
+
+    class Hook:
+        def find_spec(self, name, path=None, target=None):
+            if name == "numpy":
+                raise MemoryError("hook")
+            return None
+
+    saved = {k: v for k, v in sys.modules.items() if k == "numpy"}
+    sys.modules.pop("numpy", None)
+    sys.meta_path.insert(0, Hook())
+    try:
+        with pytest.raises(MemoryError, match="hook"):
+            f.contains_many(keys)
+        sys.modules["numpy"] = None  # missing: ImportError
+        assert f.contains_many(keys) == [True, False]
+    finally:
+        sys.meta_path.pop(0)
+        sys.modules.pop("numpy", None)
+        sys.modules.update(saved)
