@@ -81,7 +81,7 @@ def _methods(obj):
     return sorted(n for n in set(names) if hasattr(type(obj), n))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     st.data(),
     st.lists(st.tuples(st.integers(0, 10), st.integers(0, 10**6)), max_size=12),
@@ -289,3 +289,59 @@ def test_batch_answers_numpy_import_error_other_than_import_error_raises():
         sys.meta_path.pop(0)
         sys.modules.pop("numpy", None)
         sys.modules.update(saved)
+
+
+def _racing_calls(kind):
+    """(object, calls) for test_threads_racing_exclusive_calls."""
+    import random
+
+    keys = list(range(600))
+    if kind == "bloom":
+        f, g = bloomkit.BloomFilter(10**4), bloomkit.BloomFilter(10**4)
+        calls = [lambda: f.add_many(keys), lambda: f.contains_many(keys),
+                 f.clear, lambda: f.__ior__(g), lambda: g.__iand__(f),
+                 lambda: setattr(f, "single_writer", random.random() < 0.5)]
+    elif kind == "cbf":
+        f = bloomkit.CountingBloomFilter(10**4, 0.01)
+        calls = [lambda: f.add_many(keys), lambda: f.remove_many(keys),
+                 lambda: f.contains_many(keys), f.clear, lambda: f.__ior__(f),
+                 lambda: setattr(f, "single_writer", random.random() < 0.5)]
+    elif kind == "scbf":
+        f = bloomkit.ScalableCountingFilter(capacity=1000)
+        calls = [lambda: f.contains_many(keys), f.flush, f.verify, f.to_bytes,
+                 lambda: f.add(random.randrange(99), random.randrange(10**4)),
+                 lambda: random.random() < 0.05 and f.close()]
+    else:
+        f = bloomkit.KeyValueBloomFilter(10**4)
+        calls = [lambda: f.get_many(keys, undecodable=b"?"), f.compress,
+                 lambda: f.__setitem__(random.randrange(900), b"v"),
+                 lambda: f.__delitem__(random.randrange(900))]
+    return f, calls
+
+
+@pytest.mark.parametrize("kind", ["bloom", "cbf", "scbf", "kbf"])
+def test_threads_racing_exclusive_calls(kind):
+    """Batches (GIL released) beside the calls the C API wants exclusive,
+    close and flush, from 3 threads: only the binding's refusals and the
+    library's errors, never a crash."""
+    import random
+
+    f, calls = _racing_calls(kind)
+    stop = time.monotonic() + 0.3
+    unexpected = []
+
+    def worker():
+        while time.monotonic() < stop:
+            try:
+                random.choice(calls)()
+            except (RuntimeError, ValueError, KeyError, bloomkit.Error):
+                pass
+            except Exception as e:  # noqa: BLE001 - collected for the assert
+                unexpected.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not unexpected
