@@ -39,6 +39,12 @@
  *       FBF's refreshes (a sweep of the 64 MiB of lanes every P adds) are
  *       paid in the add time, amortized; `refreshes` counts those that fell
  *       in the reported run. Baseline: none.
+ *   none/add_many64, none/add_many256, hybrid_w256/add_many.., fbf_.../
+ *   add_many..
+ *       the same op stream (fresh ids, uniform keys and clients) through
+ *       bk_idem_add_many in calls of 64 or 256 ops, ns per op; run right
+ *       after the single adds, so each strategy's many/single ratio and
+ *       hybrid_many / none_many come from one run.
  *   none/add_2threads, fbf_64MiB_N2/add_2threads
  *       scaling. Each round runs a 2-thread phase, then a 1-thread phase,
  *       each of ROUND_OPS (16384) adds per thread, and times both with the
@@ -206,6 +212,41 @@ BK_FX_INLINE void worker_add(worker *w, uint64_t ops) {
     bk_idem_outcome outcome = BK_IDEM_DUPLICATE;
     bad |= bk_idem_add(t, &key, sizeof key, id, 1, NULL, &outcome) != BK_OK;
     applied += outcome == BK_IDEM_APPLIED;
+  }
+  w->rng = state;
+  w->applied += applied;
+  w->bad |= bad;
+}
+
+/* The same op stream as worker_add, `ops` (a multiple of `batch`) adds in
+ * calls of bk_idem_add_many of `batch` ops each (at most MANY_MAX). */
+#define MANY_MAX 256u
+BK_FX_INLINE void worker_add_many(worker *w, uint64_t ops, size_t batch) {
+  bk_idem *t = w->t;
+  const uint64_t offset = w->offset, stride = w->stride, count = w->count;
+  const uint64_t base = w->client_base, n_clients = w->n_clients;
+  uint64_t *seqs = w->seqs;
+  uint64_t state = w->rng, applied = 0;
+  uint64_t keys[MANY_MAX];
+  const void *ptrs[MANY_MAX];
+  size_t lens[MANY_MAX];
+  bk_idem_op_id ids[MANY_MAX];
+  bk_idem_outcome outcomes[MANY_MAX];
+  for (size_t j = 0; j < batch; j++) {
+    ptrs[j] = &keys[j];
+    lens[j] = sizeof keys[j];
+  }
+  int bad = 0;
+  for (uint64_t i = 0; i < ops; i += batch) {
+    for (size_t j = 0; j < batch; j++) {
+      keys[j] = offset + stride * bk_fx_present_key(&state, count);
+      uint64_t c = bk_reduce(bk_fx_next(&state), n_clients);
+      ids[j] = (bk_idem_op_id){base + c, seqs[c]++};
+    }
+    bad |= bk_idem_add_many(t, ptrs, lens, ids, NULL, batch, NULL, outcomes,
+                            NULL, NULL) != BK_OK;
+    for (size_t j = 0; j < batch; j++)
+      applied += outcomes[j] == BK_IDEM_APPLIED;
   }
   w->rng = state;
   w->applied += applied;
@@ -458,14 +499,22 @@ static bool ensure_table(idem_case *ic, bk_bench_state *st) {
 
 /* ---- the benchmark bodies ------------------------------------------------ */
 
-typedef enum op { OP_ADD, OP_ADD_2THREADS, OP_COUNT } op;
+typedef enum op { OP_ADD, OP_ADD_2THREADS, OP_COUNT, OP_ADD_MANY } op;
 
 typedef struct bench_arg {
   idem_case *ic;
   op which;
+  size_t batch; /* OP_ADD_MANY: ops per bk_idem_add_many call */
 } bench_arg;
 
 static bench_arg args[N_CASES][OP_COUNT];
+
+/* The add_many rows: these strategies, in batches of these sizes. */
+static const strategy_case many_cases[] = {CASE_NONE, CASE_HYBRID, CASE_FBF};
+static const size_t many_sizes[] = {64, MANY_MAX};
+#define N_MANY_CASES (sizeof many_cases / sizeof many_cases[0])
+#define N_MANY_SIZES (sizeof many_sizes / sizeof many_sizes[0])
+static bench_arg many_args[N_MANY_CASES][N_MANY_SIZES];
 
 /* The FBF's estimated fpp now (untimed: after the loop). */
 static void report_fpp(bk_bench_state *st, idem_case *ic) {
@@ -482,13 +531,17 @@ static void report_fpp(bk_bench_state *st, idem_case *ic) {
   }
 }
 
-static void idem_add(bk_bench_state *st, idem_case *ic) {
+/* Single adds (batch 0) or bk_idem_add_many calls of `batch` ops. */
+static void idem_add(bk_bench_state *st, idem_case *ic, size_t batch) {
   worker w = new_worker(ic, 0, 1, 0, ic->n_clients);
   uint64_t n, clock = ic->clock;
   const uint64_t clock0 = clock;
   int bad = 0;
-  while ((n = bk_bench_batch(st)) != 0) {
-    worker_add(&w, n);
+  while ((n = batch ? bk_bench_batch_of(st, batch) : bk_bench_batch(st)) != 0) {
+    if (batch)
+      worker_add_many(&w, n, batch);
+    else
+      worker_add(&w, n);
     clock += n;
     bad |= bk_idem_advance(ic->t, clock) != BK_OK;
   }
@@ -575,8 +628,8 @@ static void idem_add_2threads(bk_bench_state *st, idem_case *ic) {
 static void bench_idem(bk_bench_state *st, void *p) {
   bench_arg *arg = p;
   if (!ensure_table(arg->ic, st)) return;
-  if (arg->which == OP_ADD)
-    idem_add(st, arg->ic);
+  if (arg->which == OP_ADD || arg->which == OP_ADD_MANY)
+    idem_add(st, arg->ic, arg->which == OP_ADD_MANY ? arg->batch : 0);
   else
     idem_add_2threads(st, arg->ic);
 }
@@ -586,6 +639,11 @@ static void bench_idem(bk_bench_state *st, void *p) {
 static void bench_name(char *out, size_t cap, strategy_case c, op o) {
   snprintf(out, cap, "idem/%skeys/%s/%s", keys_label, cases[c].name,
            o == OP_ADD ? "add" : "add_2threads");
+}
+
+static void many_name(char *out, size_t cap, strategy_case c, size_t batch) {
+  snprintf(out, cap, "idem/%skeys/%s/add_many%zu", keys_label, cases[c].name,
+           batch);
 }
 
 static void register_targets(void) {
@@ -609,6 +667,27 @@ static void register_targets(void) {
            (unsigned long long)BUSY_CLIENTS);
   bench_name(num, sizeof num, CASE_HYBRID_BUSY, OP_ADD);
   bk_fx_ratio(label, num, den, BK_FX_INFO);
+  /* The batch rows: against none's batch of the same size, and against
+   * the strategy's single add. */
+  for (size_t b = 0; b < N_MANY_SIZES; b++) {
+    many_name(den, sizeof den, CASE_NONE, many_sizes[b]);
+    for (size_t c = 1; c < N_MANY_CASES; c++) {
+      snprintf(label, sizeof label,
+               "idem add_many%zu %s vs none add_many%zu, reported",
+               many_sizes[b], cases[many_cases[c]].name, many_sizes[b]);
+      many_name(num, sizeof num, many_cases[c], many_sizes[b]);
+      bk_fx_ratio(label, num, den, BK_FX_INFO);
+    }
+  }
+  for (size_t c = 0; c < N_MANY_CASES; c++) {
+    for (size_t b = 0; b < N_MANY_SIZES; b++) {
+      snprintf(label, sizeof label, "idem %s: add_many%zu vs add, reported",
+               cases[many_cases[c]].name, many_sizes[b]);
+      many_name(num, sizeof num, many_cases[c], many_sizes[b]);
+      bench_name(den, sizeof den, many_cases[c], OP_ADD);
+      bk_fx_ratio(label, num, den, BK_FX_INFO);
+    }
+  }
   for (int c = N_CASES - 1; c >= CASE_NONE; c--) {
     snprintf(label, sizeof label,
              "idem add %s: 2-thread throughput >= %.1fx 1 thread "
@@ -641,7 +720,9 @@ static void register_targets(void) {
       "  Their table rows time only the 2-thread phases (real ns/op = 1 /\n"
       "  2-thread throughput). ref_speedup_2t: the same rounds' speedup of\n"
       "  dependent random reads of 64 MiB (2 per add), what the machine\n"
-      "  allowed meanwhile: ~2.0 with both cores free, ~1.0 with one busy.");
+      "  allowed meanwhile: ~2.0 with both cores free, ~1.0 with one busy.\n"
+      "  add_many64/256: the single adds' op stream through bk_idem_add_many\n"
+      "  in calls of 64 / 256 ops (ns per op).");
 }
 
 void bk_bench_register_idem(void) {
@@ -683,6 +764,19 @@ void bk_bench_register_idem(void) {
                             .baseline = c == CASE_NONE,
                             .min_time = o == OP_ADD ? MIN_TIME : MIN_TIME_2T};
       bk_bench_register(name, bench_idem, &args[c][o], &opts);
+    }
+    if (o != OP_ADD) continue;
+    /* Beside the single adds: the same op stream in batches. */
+    for (size_t c = 0; c < N_MANY_CASES; c++) {
+      for (size_t b = 0; b < N_MANY_SIZES; b++) {
+        bench_arg *a = &many_args[c][b];
+        a->ic = &cases[many_cases[c]];
+        a->which = OP_ADD_MANY;
+        a->batch = many_sizes[b];
+        many_name(name, sizeof name, many_cases[c], many_sizes[b]);
+        bk_bench_opts opts = {.group = group, .min_time = MIN_TIME};
+        bk_bench_register(name, bench_idem, a, &opts);
+      }
     }
   }
   register_targets();

@@ -203,3 +203,15 @@ void expect_table(const bk_idem *t, const model *m, const char *what) {
   assert_int_equal(idem_info_of(t).keys, live);
   free(w.seen);
 }
+
+race_tally race_tally_of(const unsigned char *a, const unsigned char *b,
+                         size_t n) {
+  race_tally r = {0, 0, 0};
+  for (size_t j = 0; j < n; j++) {
+    unsigned applied = (a[j] == BK_IDEM_APPLIED) + (b[j] == BK_IDEM_APPLIED);
+    r.both += applied == 2;
+    r.neither += applied == 0;
+    r.too_old += (a[j] == BK_IDEM_TOO_OLD) + (b[j] == BK_IDEM_TOO_OLD);
+  }
+  return r;
+}

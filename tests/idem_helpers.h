@@ -119,6 +119,16 @@ typedef struct walk {
 } walk;
 int walk_cb(void *ctx, const void *key, size_t len, int64_t value);
 
+/* Two threads' outcomes (a bk_idem_outcome per op, one byte each) for one
+ * op stream: the ops both applied, those neither did, and the TOO_OLD
+ * answers (WINDOW: a thread more than W ops of a client behind the other
+ * finds the op below the window, applied by the other, so never both). */
+typedef struct race_tally {
+  size_t both, neither, too_old;
+} race_tally;
+race_tally race_tally_of(const unsigned char *a, const unsigned char *b,
+                         size_t n);
+
 /* The table holds exactly the model's live keys with their values: iterate
  * visits each once (and nothing else), get agrees, deleted keys are
  * ENOTFOUND, info counts them. */

@@ -173,29 +173,19 @@ static void test_concurrent_same_stream(void **state) {
       rc.op_key = op_key;
       rc.cnt_le = cnt_le;
       race_run(&rc);
-      unsigned both = 0, neither = 0, too_old = 0;
-      for (unsigned j = 0; j < n; j++) {
-        unsigned a = (rc.outcome[0][j] == BK_IDEM_APPLIED) +
-                     (rc.outcome[1][j] == BK_IDEM_APPLIED);
-        both += a == 2;
-        neither += a == 0;
-        /* WINDOW: a thread more than W ops behind the other finds the op
-         * below the window (applied by the other thread, so never both). */
-        too_old += (rc.outcome[0][j] == BK_IDEM_TOO_OLD) +
-                   (rc.outcome[1][j] == BK_IDEM_TOO_OLD);
-      }
-      if (atomic_load(&rc.errors) || both || neither ||
+      race_tally r = race_tally_of(rc.outcome[0], rc.outcome[1], n);
+      if (atomic_load(&rc.errors) || r.both || r.neither ||
           atomic_load(&rc.low_values))
         fail_msg(
-            "%s mode %d: %llu errors, %u ops applied twice, %u never, %llu "
+            "%s mode %d: %llu errors, %zu ops applied twice, %zu never, %llu "
             "values missing the ops already applied",
             strat_name(strat), mode,
-            (unsigned long long)atomic_load(&rc.errors), both, neither,
+            (unsigned long long)atomic_load(&rc.errors), r.both, r.neither,
             (unsigned long long)atomic_load(&rc.low_values));
       bk_idem_info in = idem_info_of(rc.t);
       assert_int_equal(in.applied, n);
-      assert_int_equal(in.duplicates + too_old, n);
-      if (strat != BK_IDEM_WINDOW) assert_int_equal(too_old, 0);
+      assert_int_equal(in.duplicates + r.too_old, n);
+      if (strat != BK_IDEM_WINDOW) assert_int_equal(r.too_old, 0);
       if (mode == RACE_SAME_STREAM) {
         model m = model_new(n_keys);
         for (uint32_t k = 0; k < n_keys; k++)

@@ -153,6 +153,44 @@ BK_API bk_status bk_idem_add(bk_idem *t, const void *key, size_t len,
                              bk_idem_op_id id, int64_t delta, int64_t *value,
                              bk_idem_outcome *outcome);
 
+/**
+ * Apply n updates in order, with the results of n calls of bk_idem_add:
+ * op i adds deltas[i] (deltas NULL: +1 each) to counter keys[i] (lens[i]
+ * bytes) unless op ids[i] was already applied, by an earlier op of the
+ * same batch too (a retry inside a batch is a duplicate of its first
+ * copy). Per-op results, each array NULL when not wanted, else n entries:
+ * values[i] and outcomes[i] are bk_idem_add's *value and *outcome;
+ * statuses[i] is BK_OK, or BK_ERANGE when the sum would overflow int64
+ * (op i neither applied nor recorded, values[i] and outcomes[i] left as
+ * they were, as bk_idem_add leaves them; the batch goes on). Without
+ * `statuses` an op out of range stops the batch like a hard error.
+ *
+ * Arguments are checked before any op: BK_EINVAL (NULL table; n > 0 with
+ * NULL keys, lens or ids; a NULL, empty or over-long key anywhere in the
+ * batch) applies nothing. A hard error on op i (BK_ENOMEM: a new key or
+ * client window or HYBRID's FBF could not be made; or BK_ERANGE without
+ * `statuses`) stops the batch there and is returned: ops before i are done
+ * (their results written), op i left no trace, ops after it were not
+ * looked at. *done (may be NULL) receives the number of ops done: n on
+ * BK_OK, i on a hard error, 0 on BK_EINVAL; so a caller resumes at op
+ * *done.
+ *
+ * A batch is n adds, not a transaction: each op is atomic as a single add
+ * is, and adds from other threads may interleave between a batch's ops
+ * (another thread can see some of them applied and not the rest).
+ * Concurrent batches and adds with overlapping op ids apply each op
+ * exactly once. The batch does not move the clock (bk_idem_advance).
+ * Cost: O(n); the counter slots and client windows (or filter words) of
+ * the next ops are prefetched while op i is applied, so their cache misses
+ * overlap: on a table larger than the cache a batch is faster than n
+ * calls (docs/results.md, "Idempotent counters").
+ */
+BK_API bk_status bk_idem_add_many(bk_idem *t, const void *const *keys,
+                                  const size_t *lens, const bk_idem_op_id *ids,
+                                  const int64_t *deltas, size_t n,
+                                  int64_t *values, bk_idem_outcome *outcomes,
+                                  bk_status *statuses, size_t *done);
+
 /** Current value of `key`. Errors: BK_EINVAL, BK_ENOTFOUND. */
 BK_API bk_status bk_idem_get(const bk_idem *t, const void *key, size_t len,
                              int64_t *value);

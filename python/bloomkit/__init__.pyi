@@ -255,6 +255,17 @@ class IdempotentCounters:
     def add(
         self, key: _Key, *, client: int, seq: int, delta: int = 1, now: float | None = None
     ) -> AddResult: ...
+    # Lists, or a numpy int64 and a numpy bool array when any argument was an
+    # array. A refused op (TooOldError / RangeError) raises after the batch.
+    def add_many(
+        self,
+        keys: _Keys,
+        clients: Iterable[int] | Buffer,
+        seqs: Iterable[int] | Buffer,
+        deltas: int | Iterable[int] | Buffer = 1,
+        *,
+        now: float | None = None,
+    ) -> tuple[Any, Any]: ...
     def __getitem__(self, key: _Key) -> int: ...
     def __delitem__(self, key: _Key) -> None: ...
     def __contains__(self, key: object) -> bool: ...

@@ -201,6 +201,291 @@ static PyObject *idem_add(PyObject *o, PyObject *args, PyObject *kw) {
   return res;
 }
 
+/* ---- add_many ------------------------------------------------------------
+ * One column of a batch's ops (clients, seqs or deltas) as n 8-byte ints:
+ * from a 1-D C-contiguous buffer of 8-byte ints (numpy uint64 / int64), a
+ * sequence of Python ints, or (deltas only) one int for every op. */
+static int is_int8_array(const Py_buffer *v, int *is_signed) {
+  if (v->ndim != 1 || v->itemsize != 8 || v->format == NULL) return 0;
+  const char *f = v->format;
+  if (*f == '@' || *f == '=' || (PY_LITTLE_ENDIAN && *f == '<')) f++;
+  if (f[0] == '\0' || f[1] != '\0' || strchr("QqLl", f[0]) == NULL) return 0;
+  *is_signed = f[0] == 'q' || f[0] == 'l';
+  return 1;
+}
+
+/* Fill out[0..n) from obj: signed (deltas: int64) or not (uint64). Sets
+ * *from_array when obj was a buffer. -1 with an exception. */
+static int column_get(PyObject *obj, const char *name, size_t n, int is_delta,
+                      uint64_t *out, int *from_array) {
+  if (is_delta && PyLong_Check(obj)) {
+    long long d = PyLong_AsLongLong(obj);
+    if (d == -1 && PyErr_Occurred()) return -1;
+    for (size_t i = 0; i < n; i++) out[i] = (uint64_t)d;
+    return 0;
+  }
+  if (PyObject_CheckBuffer(obj) && !PyBytes_Check(obj) &&
+      !PyByteArray_Check(obj)) {
+    Py_buffer v;
+    int is_signed = 0;
+    if (PyObject_GetBuffer(obj, &v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+      return -1;
+    if (!is_int8_array(&v, &is_signed) || (size_t)(v.len / 8) != n) {
+      PyErr_Format(
+          is_int8_array(&v, &is_signed) ? PyExc_ValueError : PyExc_TypeError,
+          "%s: an array must be 1-D, C-contiguous, of 8-byte ints "
+          "(numpy uint64 or int64), one per key (%zu), not format "
+          "'%.20s' x %zd bytes, %zd items",
+          name, n, v.format ? v.format : "B", v.itemsize,
+          v.itemsize ? v.len / v.itemsize : 0);
+      PyBuffer_Release(&v);
+      return -1;
+    }
+    memcpy(out, v.buf, n * 8);
+    PyBuffer_Release(&v);
+    for (size_t i = 0; i < n; i++) {
+      if (is_signed != is_delta && out[i] >> 63) {
+        PyErr_Format(PyExc_ValueError, "%s[%zu] is out of range (%s)", name, i,
+                     is_delta ? "int64" : "[0, 2**64)");
+        return -1;
+      }
+    }
+    *from_array = 1;
+    return 0;
+  }
+  PyObject *seq = PySequence_Fast(obj, "");
+  if (seq == NULL) {
+    PyErr_Format(PyExc_TypeError,
+                 "%s must be a sequence of ints or an array of 8-byte ints%s, "
+                 "not %.100s",
+                 name, is_delta ? " or one int" : "", Py_TYPE(obj)->tp_name);
+    return -1;
+  }
+  if ((size_t)PySequence_Fast_GET_SIZE(seq) != n) {
+    PyErr_Format(PyExc_ValueError, "%s has %zd items for %zu keys", name,
+                 PySequence_Fast_GET_SIZE(seq), n);
+    Py_DECREF(seq);
+    return -1;
+  }
+  PyObject **items = PySequence_Fast_ITEMS(seq);
+  for (size_t i = 0; i < n; i++) {
+    int rc;
+    if (is_delta) {
+      long long d = -1;
+      if (!PyLong_Check(items[i])) {
+        PyErr_Format(PyExc_TypeError, "%s must hold ints, not %.100s", name,
+                     Py_TYPE(items[i])->tp_name);
+        rc = -1;
+      } else {
+        d = PyLong_AsLongLong(items[i]);
+        rc = d == -1 && PyErr_Occurred() ? -1 : 0;
+      }
+      out[i] = (uint64_t)d;
+    } else {
+      rc = bkpy_u64(items[i], name, &out[i]);
+    }
+    if (rc < 0) {
+      Py_DECREF(seq);
+      return -1;
+    }
+  }
+  Py_DECREF(seq);
+  return 0;
+}
+
+/* One batch's ops and per-op results, walked chunk by chunk by
+ * bkpy_batch_run (chunks come in order: `at` is the first op's index). */
+typedef struct many_arg {
+  const bk_idem_op_id *ids;
+  const int64_t *deltas;
+  int64_t *values;
+  bk_idem_outcome *outcomes;
+  bk_status *statuses;
+  size_t at, done;
+} many_arg;
+
+static bk_status add_many_fn(void *h, const void *const *keys,
+                             const size_t *lens, size_t m, bool *out,
+                             void *arg) {
+  many_arg *a = arg;
+  size_t done = 0;
+  bk_status s = bk_idem_add_many(
+      h, keys, lens, a->ids + a->at, a->deltas + a->at, m, a->values + a->at,
+      a->outcomes + a->at, a->statuses + a->at, &done);
+  for (size_t j = 0; j < done; j++)
+    out[j] = a->outcomes[a->at + j] == BK_IDEM_APPLIED;
+  a->at += m;
+  a->done += done;
+  return s;
+}
+
+/* n int64 values as a numpy int64 array (as_array, numpy present) or a
+ * list; NULL with an exception. */
+static PyObject *values_object(const int64_t *v, size_t n, int as_array) {
+  if (as_array) {
+    PyObject *np = PyImport_ImportModule("numpy");
+    if (np != NULL) {
+      PyObject *arr =
+          PyObject_CallMethod(np, "empty", "ns", (Py_ssize_t)n, "int64");
+      Py_DECREF(np);
+      if (arr == NULL) return NULL;
+      Py_buffer view;
+      if (PyObject_GetBuffer(arr, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) <
+          0) {
+        Py_DECREF(arr);
+        return NULL;
+      }
+      if (n) memcpy(view.buf, v, n * sizeof *v);
+      PyBuffer_Release(&view);
+      return arr;
+    }
+    PyErr_Clear(); /* numpy is optional: answer with a list */
+  }
+  PyObject *list = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; list != NULL && i < n; i++) {
+    PyObject *x = PyLong_FromLongLong(v[i]);
+    if (x == NULL) Py_CLEAR(list);
+    if (list != NULL) PyList_SET_ITEM(list, (Py_ssize_t)i, x);
+  }
+  return list;
+}
+
+/* Raise the first refused op's exception (TooOldError, or RangeError for an
+ * op out of range) carrying the whole batch's results: index (that op),
+ * refused (every refused op's index), values, applied, value. Steals
+ * `result` (the (values, applied) pair). */
+static PyObject *raise_refused(PyObject *result, const bk_idem_outcome *oc,
+                               const bk_status *st, size_t n, size_t first,
+                               const int64_t *values) {
+  PyObject *cls, *exc = NULL, *refused = PyList_New(0);
+  int too_old = st[first] == BK_OK;
+  char msg[160];
+  if (too_old) {
+    cls = bkpy_TooOldError;
+    (void)snprintf(msg, sizeof msg,
+                   "IdempotentCounters.add_many: op %zu below its client's "
+                   "window (strategy 'window'): not applied",
+                   first);
+  } else {
+    /* RangeError is the class bkpy_raise gives BK_ERANGE. */
+    bkpy_raise(BK_ERANGE, "IdempotentCounters.add_many");
+    cls = PyErr_Occurred();
+    PyErr_Clear();
+    (void)snprintf(msg, sizeof msg,
+                   "IdempotentCounters.add_many: op %zu would take its counter "
+                   "out of int64: not applied",
+                   first);
+  }
+  for (size_t i = 0; refused != NULL && i < n; i++) {
+    if (st[i] == BK_OK && oc[i] != BK_IDEM_TOO_OLD) continue;
+    PyObject *x = PyLong_FromSize_t(i);
+    if (x == NULL || PyList_Append(refused, x) < 0) Py_CLEAR(refused);
+    Py_XDECREF(x);
+  }
+  if (refused != NULL) exc = PyObject_CallFunction(cls, "s", msg);
+  PyObject *idx = exc ? PyLong_FromSize_t(first) : NULL;
+  PyObject *val = idx ? PyLong_FromLongLong(values[first]) : NULL;
+  if (val == NULL || PyObject_SetAttrString(exc, "index", idx) < 0 ||
+      PyObject_SetAttrString(exc, "value", val) < 0 ||
+      PyObject_SetAttrString(exc, "refused", refused) < 0 ||
+      PyObject_SetAttrString(exc, "values", PyTuple_GET_ITEM(result, 0)) < 0 ||
+      PyObject_SetAttrString(exc, "applied", PyTuple_GET_ITEM(result, 1)) < 0) {
+    Py_XDECREF(exc);
+    exc = NULL;
+  }
+  if (exc != NULL) PyErr_SetObject(cls, exc);
+  Py_XDECREF(exc);
+  Py_XDECREF(idx);
+  Py_XDECREF(val);
+  Py_XDECREF(refused);
+  Py_DECREF(result);
+  return NULL;
+}
+
+static PyObject *idem_add_many(PyObject *o, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"keys", "clients", "seqs", "deltas", "now", NULL};
+  PyObject *keys, *clients, *seqs, *deltas_obj = NULL, *now_obj = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|O$O:add_many", kwlist, &keys,
+                                   &clients, &seqs, &deltas_obj, &now_obj))
+    return NULL;
+  uint64_t tick;
+  if (bkpy_tick_for(IDEM(o), now_obj, &tick) < 0) return NULL;
+  bkpy_batch b;
+  if (bkpy_batch_get(keys, &b) < 0) return NULL;
+  const size_t n = b.n;
+  int any_array = b.is_array;
+  PyObject *result = NULL;
+  bk_idem_op_id *ids = NULL;
+  uint64_t *col = PyMem_Malloc((n ? n : 1) * 8);
+  int64_t *deltas = PyMem_Malloc((n ? n : 1) * sizeof *deltas);
+  int64_t *values = PyMem_Calloc(n ? n : 1, sizeof *values);
+  bk_idem_outcome *oc = PyMem_Calloc(n ? n : 1, sizeof *oc);
+  bk_status *st = PyMem_Calloc(n ? n : 1, sizeof *st);
+  bkpy_bools applied = {0};
+  int have_applied = 0;
+  if (col == NULL || deltas == NULL || values == NULL || oc == NULL ||
+      st == NULL || (ids = PyMem_Malloc((n ? n : 1) * sizeof *ids)) == NULL) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  if (column_get(clients, "clients", n, 0, col, &any_array) < 0) goto done;
+  for (size_t i = 0; i < n; i++) ids[i].client = col[i];
+  if (column_get(seqs, "seqs", n, 0, col, &any_array) < 0) goto done;
+  for (size_t i = 0; i < n; i++) ids[i].seq = col[i];
+  if (deltas_obj == NULL) {
+    for (size_t i = 0; i < n; i++) deltas[i] = 1;
+  } else if (column_get(deltas_obj, "deltas", n, 1, (uint64_t *)deltas,
+                        &any_array) < 0) {
+    goto done;
+  }
+  /* The answers come as numpy arrays when any column did. */
+  bkpy_batch shape = {.n = n, .is_array = any_array};
+  if (bkpy_bools_new(&shape, &applied) < 0) goto done;
+  have_applied = 1;
+  if (bkpy_advance_to(IDEM(o), tick, "add_many") < 0) goto done;
+  many_arg a = {ids, deltas, values, oc, st, 0, 0};
+  /* Adds may run concurrently (idem.h): a long batch lets other threads
+   * in. */
+  bk_status s = bkpy_batch_run(o, &b, add_many_fn, applied.buf, &a, n >= 256);
+  if (s != BK_OK) {
+    char what[120];
+    (void)snprintf(what, sizeof what,
+                   "IdempotentCounters.add_many (op %zu; the %zu before it "
+                   "done)",
+                   a.done, a.done);
+    bkpy_raise(s, what);
+    goto done;
+  }
+  PyObject *vals = values_object(values, n, any_array);
+  if (vals == NULL) goto done;
+  have_applied = 0;
+  PyObject *flags = bkpy_bools_finish(&applied);
+  if (flags == NULL) {
+    Py_DECREF(vals);
+    goto done;
+  }
+  result = PyTuple_Pack(2, vals, flags);
+  Py_DECREF(vals);
+  Py_DECREF(flags);
+  if (result == NULL) goto done;
+  for (size_t i = 0; i < n; i++) {
+    if (st[i] != BK_OK || oc[i] == BK_IDEM_TOO_OLD) {
+      result = raise_refused(result, oc, st, n, i, values);
+      break;
+    }
+  }
+done:
+  if (have_applied) bkpy_bools_discard(&applied);
+  bkpy_batch_release(&b);
+  PyMem_Free(ids);
+  PyMem_Free(col);
+  PyMem_Free(deltas);
+  PyMem_Free(values);
+  PyMem_Free(oc);
+  PyMem_Free(st);
+  return result;
+}
+
 /* The value of key: 1 found, 0 absent, -1 error (exception set). */
 static int idem_lookup(bkpy_object *self, PyObject *key, int64_t *value) {
   bkpy_key k;
@@ -390,6 +675,25 @@ static PyMethodDef idem_methods[] = {
      "TooOldError (strategy 'window') when the op is below its client's "
      "window; RangeError (an OverflowError) when the sum would leave "
      "int64 (nothing applied)."},
+    {"add_many", (PyCFunction)(void (*)(void))idem_add_many,
+     METH_VARARGS | METH_KEYWORDS,
+     "add_many(keys, clients, seqs, deltas=1, *, now=None) -> (values, "
+     "applied): bring the clock to now once, then op i = (keys[i], "
+     "clients[i], seqs[i], deltas[i]) for each i in order, as add() would "
+     "(a retry inside the batch is a duplicate of its first copy). keys as "
+     "the other batch calls take them (a sequence, or a numpy uint64 / "
+     "int64 / float64 array); clients and seqs sequences of ints or numpy "
+     "uint64 / int64 arrays of the same length; deltas the same, or one "
+     "int for every op. values (the counters after each op) and applied "
+     "are two lists, or a numpy int64 and a numpy bool array when any "
+     "argument was an array. The GIL is released for 256 ops or more; a "
+     "batch is not atomic (other threads' adds may come between its ops). "
+     "Every op is processed: when some are refused (below the window, "
+     "strategy 'window', or out of int64), the first one's TooOldError or "
+     "RangeError is raised after the batch, with index (that op), refused "
+     "(every refused op's index), value, and the whole batch's values and "
+     "applied (a refused op: applied False, value its counter's (too old) "
+     "or 0 (out of range))."},
     {"get", (PyCFunction)(void (*)(void))idem_get, METH_FASTCALL,
      "get(key, default=None): the counter's value, or default."},
     {"items", idem_items, METH_NOARGS,

@@ -300,3 +300,158 @@ def test_configuration_knobs_reach_the_library():
 def test_out_of_range_arguments_do_not_wrap(kwargs):
     with pytest.raises(ValueError):
         bloomkit.IdempotentCounters(100, **kwargs)
+
+
+# ---- add_many ---------------------------------------------------------------
+
+def test_add_many_lists():
+    t = bloomkit.IdempotentCounters(100, now=0)
+    values, applied = t.add_many(["a", "b", "a"], [1, 1, 1], [1, 2, 1], [5, 6, 7])
+    # The third op retries the first inside the batch: a duplicate.
+    assert values == [5, 6, 5] and applied == [True, True, False]
+    assert t.add_many([b"b", 7], [1, 1], [2, 3]) == ([6, 1], [False, True])
+    assert t.add_many([], [], []) == ([], [])
+    # One int as every op's delta.
+    assert t.add_many(["c", "c"], (2, 2), (1, 2), -3) == ([-3, -6], [True, True])
+    assert t.info["applied"] == 5 and t.info["duplicates"] == 2
+
+
+def test_add_many_numpy_arrays():
+    np = pytest.importorskip("numpy")
+    t = bloomkit.IdempotentCounters(100, now=0)
+    keys = np.array([1, 2, 1, 3], dtype=np.uint64)
+    clients = np.array([4, 4, 4, 5], dtype=np.uint64)
+    seqs = np.array([0, 1, 0, 2**63], dtype=np.uint64)
+    deltas = np.array([10, -1, 10, 2], dtype=np.int64)
+    values, applied = t.add_many(keys, clients, seqs, deltas)
+    assert values.dtype == np.int64 and applied.dtype == np.bool_
+    assert values.tolist() == [10, -1, 10, 2]
+    assert applied.tolist() == [True, True, False, True]
+    assert t[1] == 10 and t[(3).to_bytes(8, "little")] == 2
+    # Keys as a list, one column an array: arrays come back.
+    v, a = t.add_many(["x"], np.array([1], dtype=np.int64), [9])
+    assert isinstance(v, np.ndarray) and a.tolist() == [True]
+    with pytest.raises(ValueError):  # a negative seq
+        t.add_many(["x"], [1], np.array([-1], dtype=np.int64))
+    with pytest.raises(TypeError):  # floats are not ids
+        t.add_many(["x"], np.array([1.0]), [9])
+    with pytest.raises(ValueError):  # a length that is not the keys'
+        t.add_many(["x"], np.array([1, 2], dtype=np.uint64), [9])
+
+
+def test_add_many_bad_arguments_change_nothing():
+    t = bloomkit.IdempotentCounters(100, now=0)
+    with pytest.raises(ValueError):
+        t.add_many(["a", "b"], [1], [1, 2])
+    with pytest.raises(ValueError):
+        t.add_many(["a", "b"], [1, 1], [1, 2], [1])
+    with pytest.raises(TypeError):
+        t.add_many(["a"], [1], ["1"])
+    with pytest.raises(TypeError):
+        t.add_many(["a"], 1, [1])
+    with pytest.raises(ValueError):
+        t.add_many(["a"], [-1], [1])
+    with pytest.raises(OverflowError):
+        t.add_many(["a"], [1], [1], [2**63])
+    with pytest.raises(bloomkit.InvalidArgumentError):
+        t.add_many(["a", ""], [1, 1], [1, 2])  # an empty key: no op applied
+    t.advance(5)
+    with pytest.raises(bloomkit.InvalidArgumentError):
+        t.add_many(["a"], [1], [1], now=4)  # time going backwards
+    assert len(t) == 0 and t.info["applied"] == 0
+
+
+def test_add_many_refused_ops_raise_after_the_batch():
+    w = bloomkit.IdempotentCounters(1000, strategy="window", window=64, now=0)
+    w.add("k", client=9, seq=1000, delta=4)
+    with pytest.raises(bloomkit.TooOldError) as e:
+        w.add_many(["k", "k", "j"], [9, 9, 9], [1, 1001, 2], [3, 1, 1])
+    # Every op was processed; the exception carries the batch's results.
+    assert e.value.index == 0 and e.value.refused == [0, 2]
+    assert e.value.value == 4
+    assert e.value.values == [4, 5, 0] and e.value.applied == [False, True, False]
+    assert w["k"] == 5 and "j" not in w
+    t = bloomkit.IdempotentCounters(100, now=0)
+    with pytest.raises(bloomkit.RangeError) as r:
+        t.add_many(["x", "x", "y", "x"], [2, 2, 2, 2], [1, 2, 3, 1],
+                   [2**63 - 1, 1, 5, 2**63 - 1])
+    assert isinstance(r.value, OverflowError)
+    assert r.value.index == 1 and r.value.refused == [1]
+    # The retry of op (2, 1) at the limit is a duplicate, not refused.
+    assert r.value.values == [2**63 - 1, 0, 5, 2**63 - 1]
+    assert r.value.applied == [True, False, True, False]
+    assert t.add("x", client=2, seq=2, delta=-1) == (2**63 - 2, True)
+
+
+# Streams of ops with retries: a retry repeats an earlier op (key, id, delta).
+stream_ops = st.lists(st.tuples(st.sampled_from(["a", "b", "c", "d"]),
+                                st.integers(0, 3), st.integers(-50, 50)),
+                      min_size=1, max_size=120)
+
+
+@given(stream_ops, st.lists(st.integers(0, 119), max_size=40),
+       st.lists(st.integers(1, 40), min_size=1, max_size=10),
+       st.sampled_from(["hybrid", "window", "fbf", "rbf", "none"]))
+def test_add_many_matches_a_loop_of_add(new_ops, retries, sizes, strategy):
+    stream, seqs = [], [0, 0, 0, 0]
+    for key, client, delta in new_ops:
+        seqs[client] += 1
+        stream.append((key, client, seqs[client], delta))
+    for r in retries:  # each retry placed after its op
+        if r < len(stream):
+            stream.insert(min(len(stream), r + 1 + r % 7), stream[r])
+    a = bloomkit.IdempotentCounters(10**6, strategy=strategy, now=0)
+    b = bloomkit.IdempotentCounters(10**6, strategy=strategy, now=0)
+    single = [a.add(k, client=c, seq=s, delta=d) for k, c, s, d in stream]
+    got_values, got_applied, i, j = [], [], 0, 0
+    while i < len(stream):
+        part = stream[i:i + sizes[j % len(sizes)]]
+        v, f = b.add_many([o[0] for o in part], [o[1] for o in part],
+                          [o[2] for o in part], [o[3] for o in part])
+        got_values += v
+        got_applied += f
+        i += len(part)
+        j += 1
+    assert got_values == [r.value for r in single]
+    assert got_applied == [r.applied for r in single]
+    assert a.to_bytes() == b.to_bytes()
+
+
+def test_add_many_threads_apply_each_op_once():
+    import threading
+    n = 4000
+    keys = [f"k{i % 16}" for i in range(n)]
+    clients = [i % 5 for i in range(n)]
+    seqs = [i // 5 for i in range(n)]
+    deltas = [i % 7 + 1 for i in range(n)]
+    for strategy in ["hybrid", "fbf"]:
+        t = bloomkit.IdempotentCounters(10**6, strategy=strategy, now=0,
+                                        ops_per_period=10**5)
+        results = [None, None]
+
+        def run(me):
+            # Overlapping batches of 256 and more (the GIL released), cut
+            # differently by each thread.
+            out_v, out_a, i = [], [], 0
+            size = 256 if me == 0 else 300
+            while i < n:
+                v, a = t.add_many(keys[i:i + size], clients[i:i + size],
+                                  seqs[i:i + size], deltas[i:i + size])
+                out_v += v
+                out_a += a
+                i += size
+            results[me] = out_a
+
+        ts = [threading.Thread(target=run, args=(me,)) for me in range(2)]
+        for th in ts:
+            th.start()
+        for th in ts:
+            th.join()
+        both = [x and y for x, y in zip(*results)]
+        either = [x or y for x, y in zip(*results)]
+        assert not any(both) and all(either)
+        want = {}
+        for k, d in zip(keys, deltas):
+            want[k] = want.get(k, 0) + d
+        assert {k.decode(): v for k, v in t.items()} == want
+        assert t.info["applied"] == n and t.info["duplicates"] == n

@@ -401,24 +401,39 @@ static bk_status decide(bk_idem *t, bk_idem_op_id id, bk_hash oh, bool set,
   return BK_OK;
 }
 
-bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
-                      int64_t delta, int64_t *value, bk_idem_outcome *outcome) {
-  BK_TRY(check_key(t, key, len));
-  bk_hash kh = key_hash(t, key, len);
-  bk_hash oh = {0, 0};
-  if (t->rbf || t->apbf || (!t->lazy_fbf && t->fbf)) oh = op_hash(t, id);
-  bk__idem_stripe *s = bk__idem_stripe_of(t, kh);
-  /* Start the cache misses (the key's slot, the client's window or the
-   * filter's lanes) before queueing on the lock. */
-  bk__idem_table_prefetch(t, kh);
+/* What an add works out before its key's stripe lock: the key's digest
+ * (its stripe and slot) and, for the FBF, APBF and RBF strategies, the op
+ * id's. */
+typedef struct add_digests {
+  bk_hash kh, oh;
+} add_digests;
+
+/* The digests of an add, and the start of its cache misses (the key's
+ * slot, the client's window or the filter's words), so they are on their
+ * way before the add queues on its lock (or, in a batch, while the ops
+ * before it are applied). */
+static inline add_digests add_prepare(const bk_idem *t, const void *key,
+                                      size_t len, bk_idem_op_id id) {
+  add_digests d = {key_hash(t, key, len), {0, 0}};
+  if (t->rbf || t->apbf || (!t->lazy_fbf && t->fbf)) d.oh = op_hash(t, id);
+  bk__idem_table_prefetch(t, d.kh);
   if (t->windowed)
     bk__win_prefetch(&t->win, id.client);
   else if (t->fbf)
-    bk__fbf_prefetch(t->fbf, oh);
+    bk__fbf_prefetch(t->fbf, d.oh);
   else if (t->apbf)
-    bk__apbf_prefetch(t->apbf, oh);
+    bk__apbf_prefetch(t->apbf, d.oh);
+  return d;
+}
+
+/* The add itself, under the key's stripe lock: bk_idem_add after the key
+ * check and add_prepare. *value and *outcome are written on BK_OK only. */
+static bk_status add_locked(bk_idem *t, const void *key, size_t len,
+                            add_digests d, bk_idem_op_id id, int64_t delta,
+                            int64_t *value, bk_idem_outcome *outcome) {
+  bk__idem_stripe *s = bk__idem_stripe_of(t, d.kh);
   pthread_mutex_lock(&s->mu);
-  bk__idem_slot *e = bk__idem_find(s, kh, key, len);
+  bk__idem_slot *e = bk__idem_find(s, d.kh, key, len);
   int64_t current = e ? e->value : 0, next;
   bk_idem_outcome oc;
   bk_status st;
@@ -427,13 +442,13 @@ bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
      * the update that took the counter to its limit is answered, not
      * refused; only a new update is out of range. (Rare: only here does
      * an add look before it inserts.) */
-    st = decide(t, id, oh, false, &oc);
+    st = decide(t, id, d.oh, false, &oc);
     if (st == BK_OK && oc == BK_IDEM_DUPLICATE) s->duplicates++;
     pthread_mutex_unlock(&s->mu);
     BK_TRY(st);
     if (oc == BK_IDEM_APPLIED) return BK_ERANGE;
-    if (value) *value = current;
-    if (outcome) *outcome = oc;
+    *value = current;
+    *outcome = oc;
     return BK_OK;
   }
   /* A new key: its slot (and a long key's copy) before the op id is
@@ -441,13 +456,13 @@ bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
    * it never overflows.) */
   bk__idem_reservation fresh = {0};
   if (!e) {
-    st = bk__idem_reserve(t, s, kh, key, len, &fresh);
+    st = bk__idem_reserve(t, s, d.kh, key, len, &fresh);
     if (st != BK_OK) {
       pthread_mutex_unlock(&s->mu);
       return st;
     }
   }
-  st = decide(t, id, oh, true, &oc);
+  st = decide(t, id, d.oh, true, &oc);
   if (st != BK_OK || oc != BK_IDEM_APPLIED) {
     if (!e) bk__idem_abandon(t, &fresh);
     if (st == BK_OK && oc == BK_IDEM_DUPLICATE) s->duplicates++;
@@ -461,9 +476,68 @@ bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
     s->applied++;
     pthread_mutex_unlock(&s->mu);
   }
-  if (value) *value = oc == BK_IDEM_APPLIED ? next : current;
+  *value = oc == BK_IDEM_APPLIED ? next : current;
+  *outcome = oc;
+  return BK_OK;
+}
+
+bk_status bk_idem_add(bk_idem *t, const void *key, size_t len, bk_idem_op_id id,
+                      int64_t delta, int64_t *value, bk_idem_outcome *outcome) {
+  BK_TRY(check_key(t, key, len));
+  add_digests d = add_prepare(t, key, len, id);
+  int64_t v;
+  bk_idem_outcome oc;
+  BK_TRY(add_locked(t, key, len, d, id, delta, &v, &oc));
+  if (value) *value = v;
   if (outcome) *outcome = oc;
   return BK_OK;
+}
+
+/* Ops a batch prepares ahead of the one it applies: op i + ADD_AHEAD's
+ * digests are computed and its misses started while op i is applied.
+ * Measured (bench_idem, 1M keys, ns per op none / hybrid / fbf): 1 ahead
+ * 105 / 173 / 213, 2: 88 / 134 / 184, 4: ~55 / 103 / 165, 8: ~48 / 98 /
+ * 155, 16 no better; prefetching more of a client's window (4 or 6
+ * records from its home slot, for the Robin Hood probe run) did not
+ * measurably help either. */
+#define ADD_AHEAD 8u
+
+bk_status bk_idem_add_many(bk_idem *t, const void *const *keys,
+                           const size_t *lens, const bk_idem_op_id *ids,
+                           const int64_t *deltas, size_t n, int64_t *values,
+                           bk_idem_outcome *outcomes, bk_status *statuses,
+                           size_t *done) {
+  if (done) *done = 0;
+  BK_RETURN_IF(!t || (n && (!keys || !lens || !ids)), BK_EINVAL);
+  for (size_t i = 0; i < n; i++) BK_TRY(check_key(t, keys[i], lens[i]));
+  add_digests ring[ADD_AHEAD];
+  size_t lead = n < ADD_AHEAD ? n : ADD_AHEAD;
+  for (size_t j = 0; j < lead; j++)
+    ring[j] = add_prepare(t, keys[j], lens[j], ids[j]);
+  bk_status st = BK_OK;
+  size_t i = 0;
+  for (; i < n; i++) {
+    add_digests d = ring[i % ADD_AHEAD];
+    size_t ahead = i + ADD_AHEAD;
+    if (ahead < n)
+      ring[i % ADD_AHEAD] =
+          add_prepare(t, keys[ahead], lens[ahead], ids[ahead]);
+    int64_t v;
+    bk_idem_outcome oc;
+    st = add_locked(t, keys[i], lens[i], d, ids[i], deltas ? deltas[i] : 1, &v,
+                    &oc);
+    if (st == BK_ERANGE && statuses) {
+      statuses[i] = BK_ERANGE;
+      st = BK_OK;
+      continue;
+    }
+    if (st != BK_OK) break;
+    if (values) values[i] = v;
+    if (outcomes) outcomes[i] = oc;
+    if (statuses) statuses[i] = BK_OK;
+  }
+  if (done) *done = i;
+  return st;
 }
 
 bk_status bk_idem_get(const bk_idem *t, const void *key, size_t len,
