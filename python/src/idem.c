@@ -408,8 +408,6 @@ static PyObject *idem_add_many(PyObject *o, PyObject *args, PyObject *kw) {
   if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|O$O:add_many", kwlist, &keys,
                                    &clients, &seqs, &deltas_obj, &now_obj))
     return NULL;
-  uint64_t tick;
-  if (bkpy_tick_for(IDEM(o), now_obj, &tick) < 0) return NULL;
   bkpy_batch b;
   if (bkpy_batch_get(keys, &b) < 0) return NULL;
   const size_t n = b.n;
@@ -442,7 +440,12 @@ static PyObject *idem_add_many(PyObject *o, PyObject *args, PyObject *kw) {
   bkpy_batch shape = {.n = n, .is_array = any_array};
   if (bkpy_bools_new(&shape, &applied) < 0) goto done;
   have_applied = 1;
-  if (bkpy_advance_to(IDEM(o), tick, "add_many") < 0) goto done;
+  /* The time is read after the columns and the answers' array, whose
+   * conversion may run Python code that moves the clock. */
+  uint64_t tick;
+  if (bkpy_tick_for(IDEM(o), now_obj, &tick) < 0 ||
+      bkpy_advance_to(IDEM(o), tick, "add_many") < 0)
+    goto done;
   many_arg a = {ids, deltas, values, oc, st, 0, 0};
   /* Adds may run concurrently (idem.h): a long batch lets other threads
    * in. */
@@ -555,28 +558,80 @@ static int idem_setitem(PyObject *o, PyObject *key, PyObject *v) {
   return 0;
 }
 
+/* The pairs bk_idem_iterate visits, copied without a Python call: the
+ * callback runs under a stripe lock, and an allocation of a Python object
+ * can run a finalizer that calls back into the table (a deadlock), or
+ * lets another thread in to do so. */
+typedef struct idem_pairs {
+  unsigned char *keys; /* the keys' bytes, one after another */
+  size_t keys_len, keys_cap;
+  size_t *lens;
+  int64_t *values;
+  size_t n, cap;
+  int nomem;
+} idem_pairs;
+
 static int collect_pair(void *ctx, const void *key, size_t len, int64_t value) {
-  PyObject *pair = Py_BuildValue("(y#L)", (const char *)key, (Py_ssize_t)len,
-                                 (long long)value);
-  if (pair == NULL) return 1;
-  int rc = PyList_Append((PyObject *)ctx, pair);
-  Py_DECREF(pair);
-  return rc < 0 ? 1 : 0;
+  idem_pairs *p = ctx;
+  if (p->n == p->cap) {
+    size_t cap = p->cap ? 2 * p->cap : 64;
+    size_t *lens = PyMem_Realloc(p->lens, cap * sizeof *lens);
+    if (lens != NULL) p->lens = lens;
+    int64_t *values = PyMem_Realloc(p->values, cap * sizeof *values);
+    if (values != NULL) p->values = values;
+    if (lens == NULL || values == NULL) goto nomem;
+    p->cap = cap;
+  }
+  if (len > p->keys_cap - p->keys_len) {
+    size_t cap = p->keys_cap ? p->keys_cap : 1024;
+    while (cap - p->keys_len < len) {
+      if (cap > SIZE_MAX / 4) goto nomem;
+      cap *= 2;
+    }
+    unsigned char *keys = PyMem_Realloc(p->keys, cap);
+    if (keys == NULL) goto nomem;
+    p->keys = keys;
+    p->keys_cap = cap;
+  }
+  if (len > 0) memcpy(p->keys + p->keys_len, key, len);
+  p->keys_len += len;
+  p->lens[p->n] = len;
+  p->values[p->n++] = value;
+  return 0;
+nomem:
+  p->nomem = 1;
+  return 1;
 }
 
 static PyObject *idem_items(PyObject *o, PyObject *unused) {
   (void)unused;
-  PyObject *list = PyList_New(0);
-  if (list == NULL) return NULL;
-  bk_status s = bk_idem_iterate(((bkpy_object *)o)->h, collect_pair, list);
-  if (PyErr_Occurred()) {
-    Py_DECREF(list);
-    return NULL;
+  idem_pairs p;
+  memset(&p, 0, sizeof p);
+  bk_status s = bk_idem_iterate(((bkpy_object *)o)->h, collect_pair, &p);
+  PyObject *list = NULL;
+  if (p.nomem) {
+    PyErr_NoMemory();
+  } else if (s != BK_OK) {
+    bkpy_raise(s, "IdempotentCounters.items");
+  } else {
+    list = PyList_New((Py_ssize_t)p.n);
+    /* y# makes None of a NULL pointer: the empty key alone has no bytes */
+    const char *base = p.keys != NULL ? (const char *)p.keys : "";
+    size_t off = 0;
+    for (size_t i = 0; list != NULL && i < p.n; i++) {
+      PyObject *pair = Py_BuildValue("(y#L)", base + off, (Py_ssize_t)p.lens[i],
+                                     (long long)p.values[i]);
+      if (pair == NULL) {
+        Py_CLEAR(list);
+        break;
+      }
+      PyList_SET_ITEM(list, (Py_ssize_t)i, pair);
+      off += p.lens[i];
+    }
   }
-  if (s != BK_OK) {
-    Py_DECREF(list);
-    return bkpy_raise(s, "IdempotentCounters.items");
-  }
+  PyMem_Free(p.keys);
+  PyMem_Free(p.lens);
+  PyMem_Free(p.values);
   return list;
 }
 
