@@ -9,7 +9,8 @@
  * exact) and hold exactly a reference model's keys. Through the public
  * API: keys longer than a slot's inline bytes (up to BK_IDEM_KEY_MAX),
  * growth across many keys from an empty start, removals that keep every
- * other key findable, a removed key added again, and table_memory.
+ * other key findable, a removed key added again, table_memory, and the
+ * slab of first slots a table sized for many keys starts with.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,6 +385,71 @@ static void test_growth_remove_readd(void **state) {
   model_free(&m);
 }
 
+/* A table sized for many keys takes every stripe's first slots from one
+ * slab after the stripes (huge pages with libc's allocator): an empty
+ * table and a small one make none, a sized one counts it in table_memory
+ * from the start, keys past the sizing grow stripes out of it and stay
+ * findable, a failing allocation leaks nothing. */
+static void test_slab(void **state) {
+  (void)state;
+  const size_t stripes = BK__IDEM_STRIPES * sizeof(bk__idem_stripe);
+  bk_idem_config cfg = generous(BK_IDEM_NONE, 100, idem_test_seed(0x51AB));
+  bk_idem *t = idem_make(&cfg); /* expected_keys 0 */
+  size_t empty = idem_info_of(t).table_memory;
+  assert_true(empty < stripes + 65536);
+  bk_idem_destroy(t);
+  assert_int_equal(bk__idem_slab_bytes(0), 0);
+  assert_int_equal(bk__idem_slab_bytes(40000 / BK__IDEM_STRIPES + 1), 0);
+  /* 80000 keys: 313 a stripe, 512 slots of 32 bytes, 4 MiB in all. */
+  assert_int_equal(bk__idem_slab_bytes(80000 / BK__IDEM_STRIPES + 1),
+                   (size_t)4 << 20);
+  cfg.expected_keys = 40000; /* 2 MiB of slots: a region per stripe */
+  t = idem_make(&cfg);
+  assert_int_equal(idem_info_of(t).table_memory,
+                   empty + BK__IDEM_STRIPES * 256 * sizeof(bk__idem_slot));
+  bk_idem_destroy(t);
+  const size_t n = SLOW_BUILD ? 100000 : 240000;
+  for (int custom = 0; custom < 2; custom++) {
+    bk_test_alloc st;
+    bk_allocator al = bk_test_allocator(&st, 0);
+    cfg.expected_keys = 80000;
+    cfg.allocator = custom ? &al : NULL;
+    if (custom) {
+      /* Every allocation of the creation failing in turn: ENOMEM, nothing
+       * left behind. */
+      bk_status s = BK_ENOMEM;
+      for (size_t k = 1; s == BK_ENOMEM && k < 1000; k++) {
+        st.fail_at = st.calls + k;
+        bk_idem *f = NULL;
+        s = bk_idem_create(&f, &cfg);
+        if (s == BK_OK)
+          bk_idem_destroy(f);
+        else
+          assert_null(f);
+        assert_int_equal(st.live, 0);
+      }
+      assert_bk_ok(s);
+      st.fail_at = 0;
+    }
+    t = idem_make(&cfg);
+    assert_int_equal(idem_info_of(t).table_memory, empty + ((size_t)4 << 20));
+    model m = model_new(n);
+    for (size_t i = 0; i < n; i++) {
+      unsigned char kb[KEY_BUF];
+      size_t kl = key_of(i, kb);
+      add_ok(t, kb, kl, opid(1, i), (int64_t)i, NULL);
+      model_apply(&m, i, (int64_t)i);
+    }
+    expect_table(t, &m, "past the slab");
+    assert_true(idem_info_of(t).table_memory > empty + ((size_t)4 << 20));
+    for (size_t i = 0; i < n; i += 2) model_remove(t, &m, i);
+    expect_table(t, &m, "after removing every second");
+    bk_idem_destroy(t);
+    model_free(&m);
+    if (custom) assert_int_equal(st.live, 0);
+  }
+}
+
 int main(void) {
   bk_test_begin(IDEM_SEED_FALLBACK);
   const struct CMUnitTest tests[] = {
@@ -393,6 +459,7 @@ int main(void) {
       cmocka_unit_test(test_prefetch),
       cmocka_unit_test(test_long_keys),
       cmocka_unit_test(test_growth_remove_readd),
+      cmocka_unit_test(test_slab),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,8 +58,11 @@ bk_status bk__idem_restore_key(bk_idem *t, const void *key, size_t len,
  */
 
 bk_status bk__idem_init_stripes(bk_idem *t, uint64_t expected_keys) {
-  BK_TRY(bk__region_alloc(&t->alloc, BK__IDEM_STRIPES * sizeof(bk__idem_stripe),
-                          &t->stripe_region));
+  uint64_t per = expected_keys ? expected_keys / BK__IDEM_STRIPES + 1 : 0;
+  BK_TRY(bk__region_alloc(
+      &t->alloc,
+      BK__IDEM_STRIPES * sizeof(bk__idem_stripe) + bk__idem_slab_bytes(per),
+      &t->stripe_region));
   t->stripes = t->stripe_region.data;
   pthread_mutexattr_t attr;
   if (pthread_mutexattr_init(&attr) != 0) return BK_ENOMEM;
@@ -68,7 +71,6 @@ bk_status bk__idem_init_stripes(bk_idem *t, uint64_t expected_keys) {
   (void)pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
 #endif
   bk_status st = BK_OK;
-  uint64_t per = expected_keys ? expected_keys / BK__IDEM_STRIPES + 1 : 0;
   for (unsigned i = 0; i < BK__IDEM_STRIPES; i++) {
     bk__idem_stripe *s = &t->stripes[i];
     if (pthread_mutex_init(&s->mu, &attr) != 0) {

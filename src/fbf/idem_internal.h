@@ -79,8 +79,10 @@ struct bk_idem {
   bk_fbf *fbf;      /* atomic: HYBRID makes it on first need */
   bk_rbf *rbf;
   bk_apbf *apbf;
-  uint64_t now;             /* the table's clock (atomic, never back) */
-  bk__idem_stripe *stripes; /* BK__IDEM_STRIPES, in stripe_region */
+  uint64_t now; /* the table's clock (atomic, never back) */
+  /* BK__IDEM_STRIPES, at the start of stripe_region; after them, when
+   * bk__idem_slab_bytes says so, the slab of every stripe's first slots. */
+  bk__idem_stripe *stripes;
   bk__region stripe_region;
   /* WINDOW and HYBRID: the client windows (idem_window.c). */
   bool windowed;
@@ -145,8 +147,15 @@ static inline bk__idem_stripe *bk__idem_stripe_of(const bk_idem *t,
   return &t->stripes[kh.hi % BK__IDEM_STRIPES];
 }
 
+/* Bytes of a slab for the first slots of every stripe made for `keys`
+ * keys, placed after the stripes in stripe_region so that the slots share
+ * its 2 MiB aligned huge pages (bk__region_alloc from 4 MiB with libc's
+ * allocator); 0 below that size, so small and empty tables stay small. */
+size_t bk__idem_slab_bytes(uint64_t keys);
 /* Slots for about `keys` keys at most 3/4 full (none at all for 0: the
- * stripe starts on a shared empty slot). Errors: BK_ENOMEM. */
+ * stripe starts on a shared empty slot): the stripe's share of the slab
+ * when there is one (a stripe that grows moves out and leaves it unused),
+ * else a region of its own. Errors: BK_ENOMEM. */
 bk_status bk__idem_table_init(bk_idem *t, bk__idem_stripe *s, uint64_t keys);
 /* Free the slots and every long key. The stripe is left unusable. */
 void bk__idem_table_free(bk_idem *t, bk__idem_stripe *s);

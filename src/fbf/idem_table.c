@@ -17,6 +17,11 @@
 
 #define MIN_SLOTS 8u
 #define MAX_SLOTS ((uint64_t)1 << 40)
+/* The least slab: where bk__region_alloc maps 2 MiB aligned memory advised
+ * for huge pages. One stripe alone rarely gets there (1M keys are 256 KiB
+ * a stripe), all of them together do; with 4 KiB pages the random slot
+ * reads of a large table each missed the TLB (docs/results.md). */
+#define SLAB_MIN ((uint64_t)4 << 20)
 
 /* A stripe before its first key: one empty slot, mask 0, so find needs no
  * special case and reserve grows it. Never written. */
@@ -42,11 +47,26 @@ static void publish(bk__idem_stripe *s, bk__idem_slot *slots, uint64_t mask) {
   __atomic_store_n(&s->mask, mask, __ATOMIC_RELAXED);
 }
 
+size_t bk__idem_slab_bytes(uint64_t keys) {
+  if (keys == 0) return 0;
+  uint64_t bytes = slots_for(keys) * sizeof(bk__idem_slot);
+  if (bytes > SIZE_MAX / 2 / BK__IDEM_STRIPES ||
+      bytes * BK__IDEM_STRIPES < SLAB_MIN)
+    return 0;
+  return (size_t)bytes * BK__IDEM_STRIPES;
+}
+
 bk_status bk__idem_table_init(bk_idem *t, bk__idem_stripe *s, uint64_t keys) {
   memset(&s->region, 0, sizeof s->region);
   publish(s, (bk__idem_slot *)&empty_slot, 0);
   if (keys == 0) return BK_OK;
   uint64_t n = slots_for(keys);
+  if (t->stripe_region.size > BK__IDEM_STRIPES * sizeof(bk__idem_stripe)) {
+    /* Its share of the slab; s->region stays empty (nothing to free). */
+    bk__idem_slot *slab = (bk__idem_slot *)(t->stripes + BK__IDEM_STRIPES);
+    publish(s, slab + (size_t)(s - t->stripes) * n, n - 1);
+    return BK_OK;
+  }
   BK_TRY(bk__region_alloc(&t->alloc, (size_t)n * sizeof(bk__idem_slot),
                           &s->region));
   publish(s, s->region.data, n - 1);
